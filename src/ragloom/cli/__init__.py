@@ -1,0 +1,1 @@
+"""The ``ragloom`` command line: one module per command group."""

@@ -1,0 +1,94 @@
+"""``ragloom ingest`` and ``ragloom remove``."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..index import IngestProgress
+from ..types import IngestReport
+from .app import console, display_path, err_console, state
+
+
+class _RichProgress(IngestProgress):
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.files_task = progress.add_task("files", total=None)
+        self.embed_task = progress.add_task("embedding chunks", total=0, visible=False)
+
+    def files(self, total: int) -> None:
+        self.progress.update(self.files_task, total=total)
+
+    def file_done(self, path: str, status: str) -> None:
+        self.progress.update(self.files_task, advance=1, description=f"files ({display_path(path)[-40:]})")
+
+    def embedding(self, chunks: int) -> None:
+        task = self.progress.tasks[self.embed_task]
+        self.progress.update(self.embed_task, total=(task.total or 0) + chunks, visible=True)
+
+    def embedded(self, chunks: int) -> None:
+        self.progress.update(self.embed_task, advance=chunks)
+
+
+def ingest_command(
+    ctx: typer.Context,
+    paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively)."),
+    glob: Optional[list[str]] = typer.Option(None, "--glob", "-g", help="Only files matching this pattern, e.g. '**/*.md' (repeatable)."),
+    chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy: recursive, paragraph, sentence, markdown."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed."""
+    overrides = {"chunking": {"strategy": chunker}} if chunker else {}
+    with state(ctx).open_index(create=True, **overrides) as index:
+        if quiet or as_json:
+            report = index.ingest(paths, glob=glob)
+        else:
+            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=err_console, transient=True) as progress:
+                report = index.ingest(paths, glob=glob, progress=_RichProgress(progress))
+    if as_json:
+        console.print_json(json.dumps({**report.summary(), "failures": [f.__dict__ for f in report.failed],
+                                       "warnings": report.warnings}))
+    else:
+        print_report(report)
+    if report.failed:
+        raise typer.Exit(1 if not (report.added or report.updated or report.unchanged) else 0)
+
+
+def print_report(report: IngestReport) -> None:
+    for warning in report.warnings:
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    for failure in report.failed:
+        err_console.print(f"[red]failed:[/] {display_path(failure.path)}: {failure.error}", highlight=False)
+    table = Table(title="ingest summary", show_header=False, title_justify="left")
+    summary = report.summary()
+    for key in ("added", "updated", "unchanged", "removed", "failed", "skipped"):
+        table.add_row(f"files {key}", str(summary[key]))
+    table.add_row("chunks written", str(report.chunks_written))
+    table.add_row("chunks embedded", str(report.chunks_embedded))
+    table.add_row("tokens embedded", str(report.tokens_embedded))
+    table.add_row("time", f"{report.seconds:.2f} s")
+    console.print(table)
+    if report.skipped:
+        console.print(f"[dim]skipped {len(report.skipped)} files of unsupported types[/]")
+
+
+def remove_command(
+    ctx: typer.Context,
+    path: str = typer.Argument(..., help="A file, or a folder whose files are all removed."),
+) -> None:
+    """Remove a source (or every source under a folder) and its chunks from the index."""
+    with state(ctx).open_index() as index:
+        removed = index.remove(path)
+    for source in removed:
+        console.print(f"removed {display_path(source)}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest_command)
+    app.command("remove")(remove_command)

@@ -1,0 +1,66 @@
+"""``ragloom search``."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..filters import parse_cli_filters
+from ..types import Hit
+from .app import console, display_path, state
+
+
+def search_command(
+    ctx: typer.Context,
+    query: str = typer.Argument(..., help="What to look for, in plain words."),
+    k: Optional[int] = typer.Option(None, "-k", "--top-k", help="How many passages to return."),
+    where: Optional[list[str]] = typer.Option(
+        None, "--where", "-w", help="Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key~a,b (repeatable)."
+    ),
+    mode: Optional[str] = typer.Option(None, "--mode", "-m", help="hybrid (default), dense or lexical."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
+    as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
+    full: bool = typer.Option(False, "--full", help="Show whole passages instead of snippets."),
+) -> None:
+    """Find the passages that best match a query."""
+    filters = parse_cli_filters(where or [])
+    with state(ctx).open_index() as index:
+        hits = index.search(query, k=k, where=filters, mode=mode, min_score=min_score)
+    if as_json:
+        console.print_json(json.dumps([hit.to_dict() for hit in hits], default=str))
+        return
+    if not hits:
+        console.print("no passages matched")
+        return
+    console.print(hits_table(hits, full=full))
+
+
+def hits_table(hits: list[Hit], full: bool = False) -> Table:
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("source")
+    table.add_column("where")
+    table.add_column("passage", ratio=1)
+    for hit in hits:
+        where = []
+        if hit.section:
+            where.append(hit.section)
+        if hit.page is not None:
+            where.append(f"p. {hit.page}")
+        where.append(f"chunk {hit.chunk_index}")
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", display_path(hit.source), "\n".join(where),
+                      hit.text if full else snippet(hit.text))
+    return table
+
+
+def snippet(text: str, limit: int = 280) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + " …"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search_command)

@@ -1,0 +1,112 @@
+"""The embedder interface.
+
+A provider implements one method, ``_embed_batch(texts, kind)``, and states its
+``model_id`` and ``dimension``. Batching (sorted by length, so little padding is
+wasted), normalisation, query/document asymmetry and token counting come from here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import numpy as np
+
+from .. import registry
+from ..config import EmbedderConfig
+
+Kind = Literal["query", "document"]
+
+
+class Embedder(ABC):
+    """Turns text into unit-length float32 vectors."""
+
+    #: Stable identifier recorded in the index, e.g. ``onnx:bge-small-en-v1.5``.
+    model_id: str
+    #: Length of every vector this embedder returns.
+    dimension: int
+    #: Largest batch sent to the model or API at once.
+    batch_size: int = 32
+    #: Batches embedded at once; HTTP providers raise it to overlap network round trips.
+    concurrency: int = 1
+
+    @abstractmethod
+    def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        """Embed one batch; return an array of shape (len(texts), dimension)."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` costs this model; providers with a tokenizer override it."""
+        return max(1, round(len(text.split()) * 1.3))
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]] | None:
+        """Character span of every token of ``text``, if this embedder has a tokenizer."""
+        return None
+
+    def embed_documents(
+        self,
+        texts: Sequence[str],
+        progress: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        return self._embed_many(texts, "document", progress)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed_many(texts, "query", None)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def describe(self) -> dict[str, Any]:
+        return {"model_id": self.model_id, "dimension": self.dimension}
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release sessions, connections or threads."""
+
+    def _embed_many(
+        self, texts: Sequence[str], kind: Kind, progress: Callable[[int], None] | None
+    ) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        # Sorting by length keeps each batch's padding small; results go back in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        for rows, vectors in zip(batches, self._map_batches(texts, batches, kind)):
+            vectors = np.asarray(vectors, dtype=np.float32)
+            if vectors.shape != (len(rows), self.dimension):
+                from ..errors import EmbeddingError
+
+                raise EmbeddingError(
+                    f"{self.model_id} returned vectors of shape {vectors.shape}, expected "
+                    f"({len(rows)}, {self.dimension}); the model or server is not the one configured"
+                )
+            out[rows] = normalize(vectors)
+            if progress is not None:
+                progress(len(rows))
+        return out
+
+    def _map_batches(
+        self, texts: Sequence[str], batches: list[list[int]], kind: Kind
+    ) -> Iterator[np.ndarray]:
+        """Each batch's vectors, in order; up to ``concurrency`` batches in flight."""
+        jobs = ([texts[i] for i in rows] for rows in batches)
+        if self.concurrency <= 1 or len(batches) == 1:
+            yield from (self._embed_batch(batch, kind) for batch in jobs)
+            return
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="ragloom-embed")
+        try:
+            yield from pool.map(lambda batch: self._embed_batch(batch, kind), jobs)
+        finally:  # after a failed batch, do not wait for the rest to be sent
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+def create_embedder(config: EmbedderConfig) -> Embedder:
+    cls = registry.resolve("embedder", config.provider)
+    return cls.from_config(config)

@@ -1,0 +1,135 @@
+"""One exception tree for ragloom.
+
+Every error says what happened and what to do about it. Where a builtin exception
+fits, the class also subclasses it, so callers that catch ``KeyError`` or
+``ValueError`` keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class RagloomError(Exception):
+    """Root of every error ragloom raises on purpose."""
+
+
+class ConfigError(RagloomError, ValueError):
+    """A setting is missing, misspelt or has a value of the wrong kind."""
+
+
+class UnknownConfigKeyError(ConfigError, KeyError):
+    """A key in ragloom.yaml or RAGLOOM_* is not a setting."""
+
+    def __init__(self, key: str, where: str, valid: Iterable[str]) -> None:
+        self.key = key
+        self.valid = sorted(valid)
+        super().__init__(
+            f"unknown setting {key!r} in {where}; valid keys here are: {', '.join(self.valid)}"
+        )
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class UnknownComponentError(RagloomError, KeyError):
+    """A name in the config does not match any registered component."""
+
+    def __init__(self, role: str, name: str, valid: Iterable[str]) -> None:
+        self.role, self.name, self.valid = role, name, sorted(valid)
+        super().__init__(
+            f"no {role} named {name!r}; choose one of: {', '.join(self.valid)}"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class MissingDependencyError(RagloomError, ImportError):
+    """An optional backend needs a package that is not installed."""
+
+    def __init__(self, package: str, extra: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the Python package {package!r}; "
+            f"install it with: pip install 'ragloom[{extra}]'"
+        )
+
+
+class LoaderError(RagloomError):
+    """A file could not be read into documents."""
+
+
+class UnsupportedFormatError(LoaderError, ValueError):
+    def __init__(self, path: str, supported: Iterable[str]) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: unsupported file type; ragloom reads: {', '.join(sorted(supported))}"
+        )
+
+
+class SourceNotFoundError(LoaderError, FileNotFoundError):
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: no such file or directory; check the path and try again")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CorruptDocumentError(LoaderError):
+    """The file exists and has a known type, but its content cannot be parsed."""
+
+
+class EmbeddingError(RagloomError):
+    """The embedder failed: model missing, server unreachable, bad response."""
+
+
+class ModelMismatchError(EmbeddingError):
+    """The index was built with one embedder and is being opened with another."""
+
+
+class ProviderError(RagloomError):
+    """A model provider (HTTP API or local runtime) failed."""
+
+
+class ServiceUnavailableError(ProviderError, ConnectionError):
+    """A server could not be reached."""
+
+
+class AuthenticationError(ProviderError):
+    """An API key is missing or was refused."""
+
+
+class RateLimitError(ProviderError):
+    """The provider kept answering 429 after every retry."""
+
+
+class ModelNotFoundError(ProviderError, LookupError):
+    """The provider does not have the requested model."""
+
+
+class StoreError(RagloomError):
+    """The store could not be read or written."""
+
+
+class IndexNotFoundError(StoreError, FileNotFoundError):
+    """The index directory does not exist (and was not to be created)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class IndexLockedError(StoreError):
+    """Another process is writing to this index."""
+
+
+class QueryError(RagloomError, ValueError):
+    """The search request itself is invalid (empty query, bad filter)."""
+
+
+class FilterError(QueryError):
+    """A metadata filter could not be understood."""
+
+
+class RagloomWarning(UserWarning):
+    """Something worth telling the user that did not stop the operation."""

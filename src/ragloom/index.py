@@ -1,0 +1,457 @@
+"""The orchestrator: ingest files into an index, search it, remove sources, report on it."""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import hashlib
+import os
+import time
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import Config
+from .embed.base import Embedder, create_embedder
+from .errors import (
+    IndexLockedError,
+    IndexNotFoundError,
+    LoaderError,
+    ModelMismatchError,
+    QueryError,
+    RagloomError,
+    RagloomWarning,
+    SourceNotFoundError,
+    UnsupportedFormatError,
+)
+from .filters import parse_where
+from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.loaders import is_supported, load_file, supported_extensions
+from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
+from .stores.base import AuditEntry, Candidate, Store, create_store, rank_candidates
+from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+
+#: Chunks gathered from several files before they are embedded together.
+_EMBED_BATCH_CHUNKS = 256
+
+
+class IngestProgress:
+    """Callbacks an ingest reports to; the CLI draws progress bars with them."""
+
+    def files(self, total: int) -> None: ...
+    def file_done(self, path: str, status: str) -> None: ...
+    def embedding(self, chunks: int) -> None: ...
+    def embedded(self, chunks: int) -> None: ...
+
+
+@dataclass
+class _Pending:
+    path: Path
+    record: SourceRecord
+    chunks: list[Chunk]
+    is_update: bool
+
+
+class Index:
+    """A searchable collection of documents, stored in one directory.
+
+    >>> index = Index.open("my-index")          # doctest: +SKIP
+    >>> index.ingest(["./docs"])                # doctest: +SKIP
+    >>> index.search("how do ROS 2 nodes communicate?", k=5)  # doctest: +SKIP
+    """
+
+    def __init__(self, path: Path, config: Config, store: Store) -> None:
+        self.path = path
+        self.config = config
+        self.store = store
+        self._embedder: Embedder | None = None
+        self._chunker: Chunker | None = None
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, config: Config | None = None, *, create: bool = True) -> Index:
+        """Open the index at ``path`` (default: the config's ``index``), creating it if new.
+
+        With ``create=False`` a missing index is an error instead.
+        """
+        config = config or Config()
+        folder = Path(path if path is not None else config.index).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise RagloomError(f"{folder} is a file, not an index directory; pick another --index path")
+        if not create and not folder.exists():
+            raise IndexNotFoundError(
+                f"there is no index at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
+            )
+        store = create_store(folder, config)
+        return cls(folder, config, store)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+        self.store.close()
+
+    # -- components -----------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder this index was built with (or, for a new index, the configured one)."""
+        if self._embedder is None:
+            recorded = self.store.embedder_info()
+            explicit = "embedder" in self.config.model_fields_set
+            if recorded and not explicit and recorded.get("config"):
+                from .config import EmbedderConfig
+
+                settings = EmbedderConfig.model_validate(recorded["config"])
+                # Runtime knobs may differ from the recorded ones without changing the vectors.
+                settings = settings.model_copy(update={
+                    "threads": self.config.embedder.threads, "batch_size": self.config.embedder.batch_size})
+                embedder = create_embedder(settings)
+            else:
+                embedder = create_embedder(self.config.embedder)
+            if recorded:
+                check_same_embedder(recorded, embedder, self.path)
+            self._embedder = embedder
+        return self._embedder
+
+    @property
+    def chunker(self) -> Chunker:
+        if self._chunker is None:
+            embedder = self.embedder
+            self._chunker = create_chunker(self.config.chunking, embedder.count_tokens, embedder.token_offsets)
+        return self._chunker
+
+    # -- ingest -------------------------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        *,
+        glob: Sequence[str] | None = None,
+        progress: IngestProgress | None = None,
+    ) -> IngestReport:
+        """Index files and folders. Unchanged files are skipped, changed ones replaced,
+        and files gone from an ingested folder are removed from the index."""
+        started = time.perf_counter()
+        progress = progress or IngestProgress()
+        report = IngestReport()
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        plan, folders = self._plan(paths, glob, report)
+        with self._write_lock():
+            self._record_embedder()
+            progress.files(len(plan))
+            seen: set[str] = set()
+            pending: list[_Pending] = []
+            for file in plan:
+                source = str(file.resolve())
+                seen.add(source)
+                item = self._prepare(file, source, report)
+                status = "unchanged" if item is None else "read"
+                if item is not None:
+                    pending.append(item)
+                    if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
+                        self._write(pending, report, progress)
+                        pending = []
+                progress.file_done(source, status)
+            self._write(pending, report, progress)
+            for folder in folders:
+                for record in self.store.list_sources():
+                    if _is_under(record.path, folder) and record.path not in seen:
+                        self.store.delete_source(record.path)
+                        report.removed.append(record.path)
+            self.store.flush()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _plan(
+        self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport
+    ) -> tuple[list[Path], list[str]]:
+        files: list[Path] = []
+        folders: list[str] = []
+        for raw in paths:
+            path = Path(raw).expanduser()
+            if not path.exists():
+                raise SourceNotFoundError(str(raw))
+            if path.is_dir():
+                folders.append(str(path.resolve()))
+                for file in walk(path, glob or self.config.ingest.glob, self.config.ingest.exclude):
+                    if is_supported(file):
+                        files.append(file)
+                    else:
+                        report.skipped.append(str(file))
+            elif is_supported(path):
+                files.append(path)
+            else:
+                raise UnsupportedFormatError(str(raw), supported_extensions())
+        return list(dict.fromkeys(files)), folders
+
+    def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
+        """Load and chunk a file, or None when it is unchanged since the last ingest."""
+        try:
+            data = file.read_bytes()
+            stat = file.stat()
+        except OSError as exc:
+            report.failed.append(FileFailure(source, f"cannot read: {exc.strerror or exc}"))
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        existing = self.store.get_source(source)
+        policy = self.chunker.policy
+        if existing and existing.content_hash == digest and existing.policy == policy:
+            report.unchanged.append(source)
+            return None
+        try:
+            result = load_file(file, source)
+        except LoaderError as exc:
+            report.failed.append(FileFailure(source, str(exc)))
+            return None
+        report.warnings.extend(result.warnings)
+        chunks = [chunk for document in result.documents for chunk in self.chunker.chunk(document)]
+        chunks = _unique_ids(chunks, source, report)
+        record = SourceRecord(
+            path=source, content_hash=digest, mtime=stat.st_mtime, size=stat.st_size,
+            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
+        )
+        return _Pending(file, record, chunks, is_update=existing is not None)
+
+    def _write(self, pending: list[_Pending], report: IngestReport, progress: IngestProgress) -> None:
+        if not pending:
+            return
+        chunks = [c for item in pending for c in item.chunks]
+        vectors = self._vectors_for(chunks, report, progress)
+        offset = 0
+        for item in pending:
+            count = len(item.chunks)
+            self.store.replace_source(item.record, item.chunks, vectors[offset : offset + count])
+            offset += count
+            report.chunks_written += count
+            (report.updated if item.is_update else report.added).append(item.record.path)
+
+    def _vectors_for(self, chunks: Sequence[Chunk], report: IngestReport, progress: IngestProgress) -> np.ndarray:
+        """Vectors for the chunks: from the cache where the same text was embedded before."""
+        embedder = self.embedder
+        vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+        cached = self.store.cached_vectors([c.content_hash for c in chunks])
+        todo: dict[str, int] = {}
+        for i, chunk in enumerate(chunks):
+            if chunk.content_hash in cached:
+                vectors[i] = cached[chunk.content_hash]
+            else:
+                todo.setdefault(chunk.content_hash, i)
+        if todo:
+            texts = [chunks[i].text for i in todo.values()]
+            progress.embedding(len(texts))
+            fresh = embedder.embed_documents(texts, progress=progress.embedded)
+            by_hash = dict(zip(todo, fresh))
+            for i, chunk in enumerate(chunks):
+                if chunk.content_hash in by_hash:
+                    vectors[i] = by_hash[chunk.content_hash]
+            report.chunks_embedded += len(texts)
+            report.tokens_embedded += sum(chunks[i].token_count for i in todo.values())
+        return vectors
+
+    def _record_embedder(self) -> None:
+        if self.store.embedder_info() is None:
+            embedder = self.embedder
+            self.store.set_embedder_info({
+                **embedder.describe(),
+                "config": self.config.embedder.model_dump(),
+            })
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / "write.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise IndexLockedError(
+                    f"another process is writing to the index at {self.path}; wait for it to finish"
+                ) from None
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- remove ----------------------------------------------------------------------------------
+    def remove(self, path: str | Path) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths."""
+        target = str(Path(path).expanduser().resolve())
+        with self._write_lock():
+            removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+            if not removed:
+                raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+            for source in removed:
+                self.store.delete_source(source)
+            self.store.flush()
+        return removed
+
+    # -- search -----------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        min_score: float | None = None,
+    ) -> list[Hit]:
+        """The ``k`` passages that best match ``query``, best first."""
+        started = time.perf_counter()
+        settings = self.config.search
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("the query is empty; give some words to search for")
+        mode = mode or settings.mode
+        if mode not in ("hybrid", "dense", "lexical"):
+            raise QueryError(f"unknown search mode {mode!r}; use hybrid, dense or lexical")
+        k_used = self.clamp_k(k)
+        conditions = parse_where(where)
+        min_score = settings.min_score if min_score is None else min_score
+        candidates: list[Candidate] = []
+        components: dict[str, dict[str, float]] = {}
+        if self.store.count() == 0:
+            warnings.warn(
+                f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
+                RagloomWarning, stacklevel=2,
+            )
+        else:
+            candidates, components = self._retrieve(query, k_used, conditions, mode)
+        if min_score is not None:
+            candidates = [c for c in candidates if c.score >= min_score]
+        candidates = rank_candidates(candidates, k_used)
+        chunks = {c.id: c for c in self.store.get_chunks([c.chunk_id for c in candidates])}
+        hits = [
+            Hit(
+                chunk_id=c.chunk_id, text=chunks[c.chunk_id].text, score=c.score, rank=rank,
+                source=chunks[c.chunk_id].source, metadata=chunks[c.chunk_id].metadata,
+                scores={name: values[c.chunk_id] for name, values in components.items() if c.chunk_id in values},
+            )
+            for rank, c in enumerate((c for c in candidates if c.chunk_id in chunks), start=1)
+        ]
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        if self.config.audit.enabled:
+            self._audit(query, mode, k, k_used, where, min_score, hits, elapsed_ms)
+        return hits
+
+    def clamp_k(self, k: int | None) -> int:
+        settings = self.config.search
+        if k is None:
+            k = settings.k
+        clamped = min(max(int(k), settings.k_min), settings.k_max)
+        if clamped != k:
+            warnings.warn(
+                f"k={k} is outside the allowed range {settings.k_min}..{settings.k_max}; using k={clamped}",
+                RagloomWarning, stacklevel=3,
+            )
+        return clamped
+
+    def _retrieve(
+        self, query: str, k: int, conditions: Sequence[Any], mode: str
+    ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+        settings = self.config.search
+        if mode == "lexical":
+            found = self.store.search_lexical(query, k, conditions)
+            return found, {"lexical": {c.chunk_id: c.score for c in found}}
+        vector = self.embedder.embed_query(query)
+        if mode == "dense":
+            found = self.store.search_dense(vector, k, conditions)
+            return found, {"dense": {c.chunk_id: c.score for c in found}}
+        depth = max(settings.candidates, k)
+        dense = self.store.search_dense(vector, depth, conditions)
+        lexical = self.store.search_lexical(query, depth, conditions)
+        dense_scores = {c.chunk_id: c.score for c in dense}
+        missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
+        dense_scores.update(self.store.dense_scores(vector, missing))
+        lexical_scores = {c.chunk_id: c.score for c in lexical}
+        if settings.fusion == "rrf":
+            fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
+        else:
+            fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
+        return fused, {"dense": dense_scores, "lexical": lexical_scores}
+
+    def _audit(
+        self, query: str, mode: str, k_requested: int | None, k: int, where: Mapping[str, Any] | None,
+        min_score: float | None, hits: list[Hit], elapsed_ms: float,
+    ) -> None:
+        settings = self.config.search
+        parameters = {
+            "k_requested": k_requested, "min_score": min_score, "fusion": settings.fusion,
+            "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
+        }
+        info = self.store.embedder_info() or {}
+        self.store.log_search(AuditEntry(
+            query=query, mode=mode, k=k, filters=dict(where or {}), parameters=parameters,
+            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in hits],
+            elapsed_ms=elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
+        ))
+
+    # -- reporting ---------------------------------------------------------------------------------
+    def stats(self) -> IndexStats:
+        info = self.store.embedder_info() or {}
+        sources = self.store.list_sources()
+        return IndexStats(
+            path=str(self.path), sources=len(sources), chunks=self.store.count(),
+            embedder=str(info.get("model_id", "(none yet)")), dimension=int(info.get("dimension", 0)),
+            store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
+            chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
+        )
+
+    def sources(self) -> list[SourceRecord]:
+        return self.store.list_sources()
+
+    def audit(self, last: int = 10) -> list[AuditEntry]:
+        return self.store.recent_searches(last)
+
+
+def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
+    same = recorded.get("model_id") == embedder.model_id and int(recorded.get("dimension", 0)) == embedder.dimension
+    if not same:
+        raise ModelMismatchError(
+            f"the index at {path} was built with {recorded.get('model_id')} ({recorded.get('dimension')}-d vectors), "
+            f"but the configured embedder is {embedder.model_id} ({embedder.dimension}-d). Use the same "
+            "embedder, or ingest into a new index directory (--index DIR)."
+        )
+
+
+def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
+    """Files under ``folder`` matching any pattern and no exclusion, in sorted order."""
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            relative = path.relative_to(folder).as_posix()
+            if any(_glob_match(relative, p) for p in exclude):
+                continue
+            if any(_glob_match(relative, p) for p in patterns):
+                yield path
+
+
+def _glob_match(relative: str, pattern: str) -> bool:
+    if fnmatch.fnmatch(relative, pattern):
+        return True
+    # "**/" may match zero folders: "**/*.md" also matches "top.md".
+    return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
+
+
+def _is_under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _unique_ids(chunks: list[Chunk], source: str, report: IngestReport) -> list[Chunk]:
+    seen: set[str] = set()
+    unique = []
+    for chunk in chunks:
+        if chunk.id in seen:
+            continue
+        seen.add(chunk.id)
+        unique.append(chunk)
+    if len(unique) != len(chunks):
+        report.warnings.append(f"{source}: {len(chunks) - len(unique)} duplicate chunks (same document id and offsets) skipped")
+    return unique

@@ -1,0 +1,90 @@
+"""One registry that maps names to classes for every role, built-ins and plugins alike.
+
+Built-ins are listed as import paths, so naming a backend never imports the optional
+packages of the others. Plugins register through entry points in the group
+``ragloom.<role>s`` (for example ``ragloom.stores``), or at run time with ``register``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from .errors import UnknownComponentError
+
+ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker")
+
+_BUILTINS: dict[str, dict[str, str]] = {
+    "chunker": {
+        "recursive": "ragloom.ingest.chunkers.recursive:RecursiveChunker",
+        "paragraph": "ragloom.ingest.chunkers.paragraph:ParagraphChunker",
+        "sentence": "ragloom.ingest.chunkers.sentence:SentenceChunker",
+        "markdown": "ragloom.ingest.chunkers.markdown:MarkdownSectionChunker",
+    },
+    "embedder": {
+        "onnx": "ragloom.embed.onnx:OnnxEmbedder",
+    },
+    "store": {
+        "embedded": "ragloom.stores.embedded.store:EmbeddedStore",
+        "chroma": "ragloom.stores.chroma:ChromaStore",
+        "qdrant": "ragloom.stores.qdrant:QdrantStore",
+    },
+    "llm": {},
+    "reranker": {},
+    "loader": {
+        "text": "ragloom.ingest.loaders.text:TextLoader",
+        "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",
+        "pdf": "ragloom.ingest.loaders.pdf:PdfLoader",
+        "html": "ragloom.ingest.loaders.html:HtmlLoader",
+        "jsonl": "ragloom.ingest.loaders.jsonl:JsonlLoader",
+    },
+}
+
+_registered: dict[str, dict[str, Any]] = {role: {} for role in ROLES}
+_plugins_loaded: set[str] = set()
+
+
+def register(role: str, name: str, target: Any) -> None:
+    """Register ``target`` (a class or an ``"module:attr"`` path) under ``name``."""
+    _check_role(role)
+    _registered[role][name] = target
+
+
+def builtin(role: str, name: str, path: str) -> None:
+    """Declare a built-in by import path (used by modules that add their own backends)."""
+    _check_role(role)
+    _BUILTINS[role][name] = path
+
+
+def names(role: str) -> list[str]:
+    _check_role(role)
+    _load_plugins(role)
+    return sorted({*_BUILTINS[role], *_registered[role]})
+
+
+def resolve(role: str, name: str) -> Any:
+    """The class registered for ``name``; an error listing the valid names otherwise."""
+    _check_role(role)
+    _load_plugins(role)
+    target = _registered[role].get(name) or _BUILTINS[role].get(name)
+    if target is None:
+        raise UnknownComponentError(role, name, names(role))
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(module_name), attr)
+        _registered[role][name] = target
+    return target
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise UnknownComponentError("role", role, ROLES)
+
+
+def _load_plugins(role: str) -> None:
+    if role in _plugins_loaded:
+        return
+    _plugins_loaded.add(role)
+    for ep in entry_points(group=f"ragloom.{role}s"):
+        _registered[role].setdefault(ep.name, ep.value)

@@ -1,0 +1,1 @@
+"""Retrieval: dense, lexical and hybrid search, and the fusion functions behind hybrid."""

@@ -1,0 +1,143 @@
+"""The store interface every backend implements.
+
+A store keeps, for one index: the embedder identity, the registry of ingested sources,
+their chunks and vectors, a vector cache keyed by chunk content hash, and the audit
+log. Scores are "higher is better": cosine similarity for dense search, BM25 for
+lexical search. Ties are broken by chunk id, ascending, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import registry
+from ..config import Config
+from ..filters import Condition
+from ..types import Chunk, SourceRecord
+
+
+@dataclass(frozen=True, order=True)
+class Candidate:
+    """A chunk id with one retriever's score."""
+
+    chunk_id: str
+    score: float
+
+
+def rank_candidates(candidates: Sequence[Candidate], k: int | None = None) -> list[Candidate]:
+    """Sort by score descending, then chunk id ascending (the tie-break rule)."""
+    ordered = sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
+    return ordered if k is None else ordered[:k]
+
+
+@dataclass
+class AuditEntry:
+    """One search as the audit log records it."""
+
+    query: str
+    mode: str
+    k: int
+    filters: dict[str, Any]
+    parameters: dict[str, Any]
+    hits: list[dict[str, Any]]  # rank, chunk_id, score, source
+    elapsed_ms: float
+    created_at: float
+    id: str = ""
+    embedder: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Store(ABC):
+    """Where chunks and vectors live. One backend, one subclass."""
+
+    #: Registry name, e.g. "embedded".
+    name: str = ""
+
+    @classmethod
+    @abstractmethod
+    def open(cls, path: Path, config: Config) -> Store:
+        """Open (creating if needed) the store for the index directory ``path``."""
+
+    # -- identity ---------------------------------------------------------------------
+    @abstractmethod
+    def embedder_info(self) -> dict[str, Any] | None:
+        """The embedder recorded when the index was created (model_id, dimension, config)."""
+
+    @abstractmethod
+    def set_embedder_info(self, info: dict[str, Any]) -> None:
+        """Record the embedder; called once, when the first source is written."""
+
+    # -- sources ----------------------------------------------------------------------
+    @abstractmethod
+    def get_source(self, path: str) -> SourceRecord | None: ...
+
+    @abstractmethod
+    def list_sources(self) -> list[SourceRecord]: ...
+
+    @abstractmethod
+    def replace_source(
+        self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray
+    ) -> None:
+        """Atomically replace everything stored for ``record.path`` with these chunks."""
+
+    @abstractmethod
+    def delete_source(self, path: str) -> int:
+        """Remove a source and its chunks; return how many chunks went."""
+
+    @abstractmethod
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Vectors already computed for chunks with these content hashes."""
+
+    # -- reading ----------------------------------------------------------------------
+    @abstractmethod
+    def count(self) -> int:
+        """Number of chunks."""
+
+    @abstractmethod
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids, in the order asked (missing ids are left out)."""
+
+    @abstractmethod
+    def search_dense(
+        self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()
+    ) -> list[Candidate]:
+        """Top ``k`` chunks by cosine similarity among those matching every condition."""
+
+    @abstractmethod
+    def search_lexical(
+        self, query: str, k: int, conditions: Sequence[Condition] = ()
+    ) -> list[Candidate]:
+        """Top ``k`` chunks by BM25 among those matching every condition."""
+
+    @abstractmethod
+    def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each of these chunks (for fusion)."""
+
+    # -- audit --------------------------------------------------------------------------
+    @abstractmethod
+    def log_search(self, entry: AuditEntry) -> str:
+        """Append a search to the audit log; return its id."""
+
+    @abstractmethod
+    def recent_searches(self, limit: int) -> list[AuditEntry]: ...
+
+    # -- housekeeping -----------------------------------------------------------------
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Bring derived indexes up to date after a batch of writes."""
+
+    def disk_bytes(self) -> int:
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files and connections."""
+
+
+def create_store(path: Path, config: Config) -> Store:
+    cls = registry.resolve("store", config.store.backend)
+    return cls.open(path, config)

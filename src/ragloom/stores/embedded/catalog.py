@@ -1,0 +1,366 @@
+"""SQLite, the single source of truth of an index.
+
+Holds the embedder identity, the sources registry, chunks, vectors (keyed by chunk
+content hash, so identical text is embedded once and a changed file re-embeds only the
+chunks that changed), and the audit log. Every write bumps ``generation``; the
+derived indexes (vector matrix, BM25) remember the generation they were built at.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import StoreError
+from ...filters import Condition
+from ...types import Chunk, SourceRecord
+from ..base import AuditEntry
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    path TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    mtime REAL NOT NULL,
+    size INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    ingested_at REAL NOT NULL,
+    loader TEXT NOT NULL DEFAULT '',
+    policy TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    row INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    source TEXT NOT NULL REFERENCES sources(path) ON DELETE CASCADE,
+    doc_id TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    policy TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
+CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
+CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS searches (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    query TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    k INTEGER NOT NULL,
+    filters TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    embedder TEXT NOT NULL,
+    elapsed_ms REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS searches_time ON searches(created_at);
+CREATE TABLE IF NOT EXISTS search_hits (
+    search_id TEXT NOT NULL REFERENCES searches(id) ON DELETE CASCADE,
+    rank INTEGER NOT NULL,
+    chunk_id TEXT NOT NULL,
+    score REAL NOT NULL,
+    source TEXT NOT NULL,
+    PRIMARY KEY (search_id, rank)
+);
+"""
+
+_CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
+
+
+class Catalog:
+    """A SQLite database in WAL mode; one connection per Catalog."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the index database {path}: {exc}") from None
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        with self.transaction():
+            for statement in _split(_SCHEMA):
+                self.db.execute(statement)
+            found = self.get_meta("schema_version")
+            if found is None:
+                self.set_meta("schema_version", SCHEMA_VERSION)
+                self.set_meta("generation", 0)
+            elif int(found) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{path} was written by a newer ragloom (schema {found}); upgrade ragloom to read it"
+                )
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self) -> int:
+        generation = self.generation() + 1
+        self.set_meta("generation", generation)
+        return generation
+
+    # -- sources ------------------------------------------------------------------------
+    def get_source(self, path: str) -> SourceRecord | None:
+        row = self.db.execute("SELECT * FROM sources WHERE path = ?", (path,)).fetchone()
+        return None if row is None else SourceRecord(*row)
+
+    def list_sources(self) -> list[SourceRecord]:
+        return [SourceRecord(*row) for row in self.db.execute("SELECT * FROM sources ORDER BY path")]
+
+    def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
+        """Replace a source, its chunks and their vectors in one transaction; return the generation."""
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
+            db.execute(
+                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
+                 record.ingested_at, record.loader, record.policy),
+            )
+            db.executemany(
+                "INSERT INTO chunks(id, source, doc_id, chunk_index, start, \"end\", policy, content_hash,"
+                " token_count, text, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(c.id, record.path, c.doc_id, c.chunk_index, c.start, c.end, c.policy, c.content_hash,
+                  c.token_count, c.text, json.dumps(c.metadata, sort_keys=True, default=str))
+                 for c in chunks],
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO embeddings(content_hash, vector) VALUES (?, ?)",
+                [(c.content_hash, np.asarray(v, dtype=np.float32).tobytes()) for c, v in zip(chunks, vectors)],
+            )
+            return self._bump_generation()
+
+    def delete_source(self, path: str) -> tuple[int, int]:
+        """Delete a source and its chunks; return (chunks removed, generation)."""
+        with self.transaction() as db:
+            removed = db.execute("SELECT COUNT(*) FROM chunks WHERE source = ?", (path,)).fetchone()[0]
+            db.execute("DELETE FROM chunks WHERE source = ?", (path,))
+            db.execute("DELETE FROM sources WHERE path = ?", (path,))
+            return removed, self._bump_generation()
+
+    def prune_embeddings(self) -> int:
+        """Drop vectors no chunk uses any more."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
+            )
+            return cursor.rowcount
+
+    def cached_vectors(self, content_hashes: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(content_hashes))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for digest, blob in self.db.execute(
+                f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({marks})", batch
+            ):
+                vector = np.frombuffer(blob, dtype=np.float32)
+                if vector.shape[0] == dimension:
+                    found[digest] = vector
+        return found
+
+    # -- chunks -------------------------------------------------------------------------
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        by_id: dict[str, Chunk] = {}
+        unique = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for row in self.db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
+                chunk = _chunk_from_row(row)
+                by_id[chunk.id] = chunk
+        return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def iter_chunks(self, source: str | None = None) -> Iterator[tuple[int, Chunk]]:
+        """(row, chunk) pairs in row order, of one source or of all."""
+        if source is None:
+            cursor = self.db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY row")
+        else:
+            cursor = self.db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE source = ? ORDER BY row", (source,)
+            )
+        for row in cursor:
+            yield row[0], _chunk_from_row(row)
+
+    def iter_vectors(self, batch: int = 20000) -> Iterator[tuple[np.ndarray, list[str], np.ndarray]]:
+        """(rows, chunk ids, vectors) in row order, in batches."""
+        cursor = self.db.execute(
+            "SELECT c.row, c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+            " ORDER BY c.row"
+        )
+        while True:
+            part = cursor.fetchmany(batch)
+            if not part:
+                return
+            rows = np.fromiter((r[0] for r in part), dtype=np.int64, count=len(part))
+            ids = [r[1] for r in part]
+            vectors = np.frombuffer(b"".join(r[2] for r in part), dtype=np.float32).reshape(len(part), -1)
+            yield rows, ids, vectors
+
+    def rows_matching(self, conditions: Sequence[Condition]) -> np.ndarray:
+        clause, params = where_sql(conditions)
+        cursor = self.db.execute(f"SELECT row FROM chunks WHERE {clause} ORDER BY row", params)
+        return np.fromiter((r[0] for r in cursor), dtype=np.int64)
+
+    def row_ids(self, rows: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(rows), 500):
+            batch = [int(r) for r in rows[start : start + 500]]
+            marks = ",".join("?" * len(batch))
+            out.update(self.db.execute(f"SELECT row, id FROM chunks WHERE row IN ({marks})", batch))
+        return out
+
+    def ids_to_rows(self, chunk_ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for start in range(0, len(chunk_ids), 500):
+            batch = list(chunk_ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            out.update(self.db.execute(f"SELECT id, row FROM chunks WHERE id IN ({marks})", batch))
+        return out
+
+    # -- audit --------------------------------------------------------------------------
+    def log_search(self, entry: AuditEntry) -> str:
+        search_id = entry.id or uuid.uuid4().hex
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO searches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (search_id, entry.created_at or time.time(), entry.query, entry.mode, entry.k,
+                 json.dumps(entry.filters, default=str), json.dumps(entry.parameters, default=str),
+                 entry.embedder, entry.elapsed_ms),
+            )
+            db.executemany(
+                "INSERT INTO search_hits VALUES (?, ?, ?, ?, ?)",
+                [(search_id, h["rank"], h["chunk_id"], h["score"], h.get("source", "")) for h in entry.hits],
+            )
+        return search_id
+
+    def recent_searches(self, limit: int) -> list[AuditEntry]:
+        rows = self.db.execute(
+            "SELECT id, created_at, query, mode, k, filters, parameters, embedder, elapsed_ms FROM searches"
+            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        entries = []
+        for sid, created, query, mode, k, filters, params, embedder, elapsed in rows:
+            hits = [
+                {"rank": r, "chunk_id": c, "score": s, "source": src}
+                for r, c, s, src in self.db.execute(
+                    "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank",
+                    (sid,),
+                )
+            ]
+            entries.append(AuditEntry(query=query, mode=mode, k=k, filters=json.loads(filters),
+                                      parameters=json.loads(params), hits=hits, elapsed_ms=elapsed,
+                                      created_at=created, id=sid, embedder=embedder))
+        return entries
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _split(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _chunk_from_row(row: Sequence[Any]) -> Chunk:
+    _, cid, source, doc_id, index, start, end, policy, digest, tokens, text, metadata = row
+    return Chunk(id=cid, text=text, source=source, doc_id=doc_id, chunk_index=index, start=start, end=end,
+                 policy=policy, content_hash=digest, token_count=tokens, metadata=json.loads(metadata))
+
+
+# -- filters -> SQL ---------------------------------------------------------------------
+_SQL_OPS = {"$eq": "=", "$ne": "!=", "$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
+
+
+def where_sql(conditions: Sequence[Condition]) -> tuple[str, list[Any]]:
+    """Translate conditions into a WHERE clause over ``chunks.metadata`` (JSON).
+
+    Matches ``filters.matches`` exactly: comparisons only between values of the same
+    kind (numbers with numbers, text with text, booleans with booleans), list-valued
+    fields match when any element does, and a missing key satisfies only ``$ne``.
+    """
+    if not conditions:
+        return "1", []
+    clauses, params = [], []
+    for condition in conditions:
+        clause, values = _condition_sql(condition)
+        clauses.append(f"({clause})")
+        params.extend(values)
+    return " AND ".join(clauses), params
+
+
+def _condition_sql(c: Condition) -> tuple[str, list[Any]]:
+    path = "$." + json.dumps(c.key)
+    values = list(c.value) if c.op == "$in" else [c.value]
+    # One test over a scalar JSON value `v` with JSON type `t`.
+    tests, params = [], []
+    for value in values:
+        kind_test, bound = _typed(value)
+        op = "=" if c.op in ("$in", "$ne") else _SQL_OPS[c.op]
+        tests.append(f"({kind_test} AND v {op} ?)")
+        params.append(bound)
+    any_test = " OR ".join(tests)
+    scalar = f"SELECT json_extract(chunks.metadata, '{_q(path)}') AS v, json_type(chunks.metadata, '{_q(path)}') AS t"
+    element = f"SELECT value AS v, type AS t FROM json_each(chunks.metadata, '{_q(path)}')"
+    kind = f"json_type(chunks.metadata, '{_q(path)}')"
+    holds = (
+        f"CASE WHEN {kind} = 'array' THEN EXISTS({element} WHERE {any_test})"
+        f" ELSE EXISTS(SELECT 1 FROM ({scalar}) WHERE {any_test}) END"
+    )
+    if c.op == "$ne":
+        return f"NOT ({holds})", params * 2
+    return holds, params * 2
+
+
+def _typed(value: Any) -> tuple[str, Any]:
+    if isinstance(value, bool):
+        return ("t = 'true'" if value else "t = 'false'"), 1 if value else 0
+    if isinstance(value, (int, float)):
+        return "t IN ('integer', 'real')", value
+    if value is None:
+        return "t = 'null'", None
+    return "t = 'text'", str(value)
+
+
+def _q(text: str) -> str:
+    return text.replace("'", "''")

@@ -1,0 +1,150 @@
+"""BM25 over chunk texts with tantivy.
+
+English analysis: simple tokenizer, lower-casing, English stop words, Porter-style
+stemming. The index is a derived cache of SQLite, stamped with the generation it has
+caught up with; a stale or damaged index is rebuilt from SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from ...types import Chunk
+from ..base import Candidate
+
+ANALYZER = "ragloom_en"
+
+
+def english_analyzer() -> tantivy.TextAnalyzer:
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stopword("english"))
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("row", stored=False, indexed=True, fast=True)
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("source", stored=False, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    return builder.build()
+
+
+class LexicalIndex:
+    """A tantivy index of (row, chunk id, source, text)."""
+
+    def __init__(self, folder: Path, threads: int = 0) -> None:
+        self.folder = folder
+        self.threads = threads or min(2, os.cpu_count() or 1)
+        self._analyzer = english_analyzer()
+        self._writer: tantivy.IndexWriter | None = None
+        self._dirty = False
+        self.index = self._open()
+
+    def _open(self) -> tantivy.Index:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        schema = _schema()
+        try:
+            index = tantivy.Index(schema, path=str(self.folder), reuse=True)
+        except ValueError:
+            # Damaged or from an incompatible schema: it is only a cache, start afresh.
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder.mkdir(parents=True)
+            index = tantivy.Index(schema, path=str(self.folder), reuse=False)
+        index.register_tokenizer(ANALYZER, self._analyzer)
+        self.schema = schema
+        return index
+
+    # -- generation stamp -------------------------------------------------------------------
+    def generation(self) -> int:
+        try:
+            return int(json.loads((self.folder / "ragloom-state.json").read_text())["generation"])
+        except (OSError, ValueError, KeyError):
+            return -1
+
+    def _stamp(self, generation: int) -> None:
+        tmp = self.folder / "ragloom-state.tmp"
+        tmp.write_text(json.dumps({"generation": generation}))
+        os.replace(tmp, self.folder / "ragloom-state.json")
+
+    # -- writing ------------------------------------------------------------------------------
+    def _w(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            self._writer = self.index.writer(heap_size=128_000_000, num_threads=self.threads)
+        return self._writer
+
+    def replace_source(self, source: str, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
+        writer = self._w()
+        writer.delete_documents_by_term("source", source)
+        for row, chunk in rows_and_chunks:
+            writer.add_document(tantivy.Document(row=row, id=chunk.id, source=source, text=chunk.text))
+        self._dirty = True
+
+    def delete_source(self, source: str) -> None:
+        self._w().delete_documents_by_term("source", source)
+        self._dirty = True
+
+    def rebuild(self, rows_and_chunks: Iterable[tuple[int, Chunk]], generation: int) -> None:
+        writer = self._w()
+        writer.delete_all_documents()
+        for row, chunk in rows_and_chunks:
+            writer.add_document(tantivy.Document(row=row, id=chunk.id, source=chunk.source, text=chunk.text))
+        self._dirty = True
+        self.commit(generation)
+
+    def commit(self, generation: int) -> None:
+        """Make writes visible and record that the index has caught up with ``generation``."""
+        if self._dirty and self._writer is not None:
+            self._writer.commit()
+            self._writer.wait_merging_threads()
+            self._writer = None
+            self._dirty = False
+            self.index.reload()
+        self._stamp(generation)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.rollback()
+            self._writer = None
+
+    # -- searching ---------------------------------------------------------------------------
+    def terms(self, query: str) -> list[str]:
+        return list(dict.fromkeys(self._analyzer.analyze(query)))
+
+    def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
+        terms = self.terms(query)
+        if not terms or k <= 0:
+            return []
+        text_query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "text", t)) for t in terms]
+        )
+        if allowed_rows is not None:
+            if len(allowed_rows) == 0:
+                return []
+            row_filter = tantivy.Query.term_set_query(self.schema, "row", [int(r) for r in allowed_rows])
+            text_query = tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, text_query), (tantivy.Occur.Must, row_filter)]
+            )
+        searcher = self.index.searcher()
+        limit = k + 16
+        while True:
+            result = searcher.search(text_query, limit)
+            hits = result.hits
+            # Widen the window until the k-th score has no tied neighbours cut off.
+            if len(hits) < limit or len(hits) <= k or hits[-1][0] < hits[k - 1][0]:
+                break
+            limit *= 4
+        candidates = [Candidate(searcher.doc(address)["id"][0], float(score)) for score, address in hits]
+        candidates.sort(key=lambda c: (-c.score, c.chunk_id))
+        return candidates[:k]

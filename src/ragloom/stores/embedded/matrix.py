@@ -1,0 +1,120 @@
+"""Exact vector search over a memory-mapped float32 matrix.
+
+The matrix is a derived cache of the vectors in SQLite, stamped with the generation
+it was built at. Files carry the generation in their names, so a reader holding an
+old mapping is never handed a half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..base import Candidate
+from .catalog import Catalog
+
+
+class VectorMatrix:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.generation = -1
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.ids: list[str] = []
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self._position_of: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    # -- persistence ----------------------------------------------------------------------
+    def load(self, generation: int) -> bool:
+        """Load the saved matrix if it was built at ``generation``."""
+        state_file = self.folder / "state.json"
+        try:
+            state = json.loads(state_file.read_text())
+            if state["generation"] != generation:
+                return False
+            tag = state["tag"]
+            rows = np.load(self.folder / f"rows.{tag}.npy")
+            vectors = np.load(self.folder / f"vectors.{tag}.npy", mmap_mode="r")
+            ids = json.loads((self.folder / f"ids.{tag}.json").read_text())
+        except (OSError, ValueError, KeyError):
+            return False
+        if len(rows) != len(ids) or len(rows) != vectors.shape[0]:
+            return False
+        self.rows, self.ids, self.vectors, self.generation = rows, ids, vectors, generation
+        self._position_of = None
+        return True
+
+    def build(self, catalog: Catalog, generation: int, dimension: int) -> None:
+        rows, ids, parts = [], [], []
+        for batch_rows, batch_ids, batch_vectors in catalog.iter_vectors():
+            rows.append(batch_rows)
+            ids.extend(batch_ids)
+            parts.append(batch_vectors)
+        self.rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        self.vectors = np.vstack(parts) if parts else np.zeros((0, dimension), dtype=np.float32)
+        self.ids = ids
+        self.generation = generation
+        self._position_of = None
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tag = f"{self.generation}-{os.getpid()}"
+        np.save(self.folder / f"rows.{tag}.npy", self.rows)
+        np.save(self.folder / f"vectors.{tag}.npy", np.ascontiguousarray(self.vectors))
+        (self.folder / f"ids.{tag}.json").write_text(json.dumps(self.ids))
+        state_tmp = self.folder / f"state.{tag}.tmp"
+        state_tmp.write_text(json.dumps({"generation": self.generation, "tag": tag}))
+        os.replace(state_tmp, self.folder / "state.json")
+        for old in self.folder.iterdir():
+            if old.suffix in (".npy", ".json", ".tmp") and old.name != "state.json" and f".{tag}." not in old.name:
+                old.unlink(missing_ok=True)
+
+    # -- search ---------------------------------------------------------------------------
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """Matrix positions of these SQLite rows (sorted); rows not in the matrix are dropped."""
+        if len(self.rows) == 0 or len(rows) == 0:
+            return np.zeros(0, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.rows, rows), 0, len(self.rows) - 1)
+        return pos[self.rows[pos] == rows]
+
+    def search(self, query: np.ndarray, k: int, allowed_rows: np.ndarray | None = None) -> list[Candidate]:
+        if len(self.rows) == 0 or k <= 0:
+            return []
+        query = np.asarray(query, dtype=np.float32)
+        if allowed_rows is None:
+            positions = None
+            scores = self.vectors @ query
+        else:
+            positions = self.positions(allowed_rows)
+            if len(positions) == 0:
+                return []
+            scores = self.vectors[positions] @ query
+        chosen = top_k_indices(scores, k)
+        chosen_pos = chosen if positions is None else positions[chosen]
+        candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
+        candidates.sort(key=lambda c: (-c.score, c.chunk_id))
+        return candidates[:k]
+
+    def scores_for_ids(self, query: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        if self._position_of is None:
+            self._position_of = {cid: i for i, cid in enumerate(self.ids)}
+        found = [(cid, self._position_of[cid]) for cid in chunk_ids if cid in self._position_of]
+        if not found:
+            return {}
+        scores = self.vectors[[p for _, p in found]] @ np.asarray(query, dtype=np.float32)
+        return {cid: float(s) for (cid, _), s in zip(found, scores)}
+
+
+def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` best scores, plus any that tie with the k-th (sorted later by id)."""
+    n = len(scores)
+    if k >= n:
+        return np.arange(n)
+    kth = np.partition(scores, n - k)[n - k]
+    return np.nonzero(scores >= kth)[0]

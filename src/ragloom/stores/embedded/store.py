@@ -1,0 +1,169 @@
+"""EmbeddedStore: SQLite is the truth; the vector matrix and BM25 index follow it.
+
+Writes go to SQLite first, one transaction per source. The derived indexes are
+brought up to date by ``flush`` (at the end of an ingest). Whenever their generation
+stamp disagrees with SQLite's, for instance after a crash mid-ingest, they are
+rebuilt from SQLite, so nothing SQLite committed is lost and nothing it rolled back
+is seen.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...config import Config
+from ...errors import StoreError
+from ...filters import Condition
+from ...types import Chunk, SourceRecord
+from ..base import AuditEntry, Candidate, Store
+from .catalog import Catalog
+from .lexical import LexicalIndex
+from .matrix import VectorMatrix
+
+
+class EmbeddedStore(Store):
+    name = "embedded"
+
+    def __init__(self, path: Path, config: Config) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(path / "ragloom.sqlite")
+        self.matrix = VectorMatrix(path / "vectors")
+        self.lexical = LexicalIndex(path / "bm25", threads=config.embedder.threads)
+        self._pending_lexical: dict[str, bool] = {}
+        self._lexical_base = -1
+
+    @classmethod
+    def open(cls, path: Path, config: Config) -> EmbeddedStore:
+        return cls(path, config)
+
+    # -- identity -----------------------------------------------------------------------------
+    def embedder_info(self) -> dict[str, Any] | None:
+        return self.catalog.get_meta("embedder")
+
+    def set_embedder_info(self, info: dict[str, Any]) -> None:
+        with self.catalog.transaction():
+            self.catalog.set_meta("embedder", info)
+
+    @property
+    def dimension(self) -> int:
+        info = self.embedder_info() or {}
+        return int(info.get("dimension", 0))
+
+    # -- sources ------------------------------------------------------------------------------
+    def get_source(self, path: str) -> SourceRecord | None:
+        return self.catalog.get_source(path)
+
+    def list_sources(self) -> list[SourceRecord]:
+        return self.catalog.list_sources()
+
+    def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        dimension = self.dimension
+        if len(chunks) and dimension and np.asarray(vectors).shape[1] != dimension:
+            raise StoreError(
+                f"{record.path}: vectors have dimension {np.asarray(vectors).shape[1]}, the index holds {dimension}"
+            )
+        self._note_pending(record.path, present=True)
+        self.catalog.replace_source(record, chunks, vectors)
+
+    def delete_source(self, path: str) -> int:
+        self._note_pending(path, present=False)
+        removed, _ = self.catalog.delete_source(path)
+        return removed
+
+    def _note_pending(self, source: str, present: bool) -> None:
+        """Remember a write the BM25 index must replay; the first one records its base generation."""
+        if not self._pending_lexical:
+            self._lexical_base = self.catalog.generation()
+        self._pending_lexical[source] = present
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        return self.catalog.cached_vectors(content_hashes, self.dimension)
+
+    def flush(self) -> None:
+        """Bring the BM25 index and the vector matrix up to SQLite's generation."""
+        generation = self.catalog.generation()
+        if self._pending_lexical and self.lexical.generation() == self._lexical_base:
+            # The index was current before this batch: replay just the changed sources.
+            for source, present in sorted(self._pending_lexical.items()):
+                if present:
+                    self.lexical.replace_source(source, self._rows_of(source))
+                else:
+                    self.lexical.delete_source(source)
+            self.lexical.commit(generation)
+        self._pending_lexical.clear()
+        self.catalog.prune_embeddings()
+        self._ensure_fresh(persist=True)
+
+    def _rows_of(self, source: str) -> list[tuple[int, Chunk]]:
+        return list(self.catalog.iter_chunks(source=source))
+
+    # -- freshness ----------------------------------------------------------------------------
+    def _ensure_fresh(self, persist: bool = False) -> None:
+        generation = self.catalog.generation()
+        if self.matrix.generation != generation and not self.matrix.load(generation):
+            self.matrix.build(self.catalog, generation, self.dimension)
+            if persist or self._can_write():
+                self.matrix.save()
+        if self.lexical.generation() != generation and (persist or self._can_write()):
+            self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+
+    def _can_write(self) -> bool:
+        """True when no other process holds the index's write lock."""
+        lock_path = self.path / "write.lock"
+        try:
+            with open(lock_path, "a") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+            return True
+        except OSError:
+            return False
+
+    # -- reading ------------------------------------------------------------------------------
+    def count(self) -> int:
+        return self.catalog.count()
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        return self.catalog.get_chunks(chunk_ids)
+
+    def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        self._ensure_fresh()
+        allowed = self.catalog.rows_matching(conditions) if conditions else None
+        return self.matrix.search(vector, k, allowed)
+
+    def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        self._ensure_fresh()
+        allowed = self.catalog.rows_matching(conditions) if conditions else None
+        return self.lexical.search(query, k, allowed)
+
+    def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        self._ensure_fresh()
+        return self.matrix.scores_for_ids(vector, chunk_ids)
+
+    # -- audit --------------------------------------------------------------------------------
+    def log_search(self, entry: AuditEntry) -> str:
+        return self.catalog.log_search(entry)
+
+    def recent_searches(self, limit: int) -> list[AuditEntry]:
+        return self.catalog.recent_searches(limit)
+
+    # -- housekeeping ---------------------------------------------------------------------------
+    def disk_bytes(self) -> int:
+        total = 0
+        for root, _, files in os.walk(self.path):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(root, name))
+                except OSError:
+                    pass
+        return total
+
+    def close(self) -> None:
+        self.lexical.close()
+        self.catalog.close()

@@ -1,0 +1,188 @@
+"""The typed values that flow through ragloom: documents, chunks, hits, reports."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def sha256_hex(*parts: object) -> str:
+    """SHA-256 over the parts, joined by a separator that cannot occur in them."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(str(part).encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A unit of text a loader read from a source file.
+
+    Most files give one document; a BEIR ``.jsonl`` corpus gives one per line.
+    ``page_starts[i]`` is the character offset where page ``i + 1`` begins (PDF only).
+    """
+
+    text: str
+    source: str
+    doc_id: str
+    title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    page_starts: tuple[int, ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page holding ``offset``, or None when the document has no pages."""
+        if not self.page_starts:
+            return None
+        page = 1
+        for number, start in enumerate(self.page_starts, start=1):
+            if start <= offset:
+                page = number
+            else:
+                break
+        return page
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A bounded passage of a document, the unit that is embedded and retrieved.
+
+    ``metadata`` always holds: source, doc_id, title, section (the header path joined
+    by " > "), section_path (a list), chunk_index, start, end, token_count, and page
+    for PDFs; plus whatever the loader attached to the document.
+    """
+
+    id: str
+    text: str
+    source: str
+    doc_id: str
+    chunk_index: int
+    start: int
+    end: int
+    policy: str
+    content_hash: str
+    token_count: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def make_id(source: str, doc_id: str, chunk_index: int, start: int, end: int, policy: str) -> str:
+        """Deterministic chunk id: SHA-256 of (source id, chunk index, offsets, policy)."""
+        return sha256_hex(source, doc_id, chunk_index, start, end, policy)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved passage: its text, where it came from, and how well it matched."""
+
+    chunk_id: str
+    text: str
+    score: float
+    rank: int
+    source: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def doc_id(self) -> str:
+        return str(self.metadata.get("doc_id", ""))
+
+    @property
+    def section(self) -> str:
+        return str(self.metadata.get("section") or "")
+
+    @property
+    def page(self) -> int | None:
+        page = self.metadata.get("page")
+        return int(page) if page is not None else None
+
+    @property
+    def chunk_index(self) -> int:
+        return int(self.metadata.get("chunk_index", 0))
+
+    # The specification calls a retrieved passage a Document(content, metadata, score).
+    @property
+    def content(self) -> str:
+        return self.text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "chunk_id": self.chunk_id,
+            "source": self.source,
+            "text": self.text,
+            "metadata": self.metadata,
+            "scores": self.scores,
+        }
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """What the store remembers about one ingested file."""
+
+    path: str
+    content_hash: str
+    mtime: float
+    size: int
+    chunk_count: int
+    ingested_at: float
+    loader: str = ""
+    policy: str = ""
+
+
+@dataclass
+class FileFailure:
+    path: str
+    error: str
+
+
+@dataclass
+class IngestReport:
+    """What one call to ``Index.ingest`` did."""
+
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: list[FileFailure] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    tokens_embedded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "added": len(self.added),
+            "updated": len(self.updated),
+            "unchanged": len(self.unchanged),
+            "removed": len(self.removed),
+            "failed": len(self.failed),
+            "skipped": len(self.skipped),
+            "chunks_written": self.chunks_written,
+            "chunks_embedded": self.chunks_embedded,
+            "tokens_embedded": self.tokens_embedded,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    path: str
+    sources: int
+    chunks: int
+    embedder: str
+    dimension: int
+    store: str
+    disk_bytes: int
+    chunking_policy: str = ""
