@@ -65,18 +65,31 @@ class Index:
     >>> index.search("how do ROS 2 nodes communicate?", k=5)  # doctest: +SKIP
     """
 
-    def __init__(self, path: Path, config: Config, store: Store) -> None:
+    def __init__(self, path: Path, config: Config, store: Store, embedder: Embedder | None = None) -> None:
         self.path = path
         self.config = config
         self.store = store
         self._embedder: Embedder | None = None
+        if embedder is not None:
+            recorded = store.embedder_info()
+            if recorded:
+                check_same_embedder(recorded, embedder, path)
+            self._embedder = embedder
         self._chunker: Chunker | None = None
 
     @classmethod
-    def open(cls, path: str | Path | None = None, config: Config | None = None, *, create: bool = True) -> Index:
+    def open(
+        cls,
+        path: str | Path | None = None,
+        config: Config | None = None,
+        *,
+        create: bool = True,
+        embedder: Embedder | None = None,
+    ) -> Index:
         """Open the index at ``path`` (default: the config's ``index``), creating it if new.
 
-        With ``create=False`` a missing index is an error instead.
+        With ``create=False`` a missing index is an error instead. ``embedder`` passes
+        a ready embedder instance (it must match the one the index was built with).
         """
         config = config or Config()
         folder = Path(path if path is not None else config.index).expanduser()
@@ -87,7 +100,11 @@ class Index:
                 f"there is no index at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
             )
         store = create_store(folder, config)
-        return cls(folder, config, store)
+        try:
+            return cls(folder, config, store, embedder)
+        except BaseException:
+            store.close()
+            raise
 
     def __enter__(self) -> Index:
         return self
@@ -96,8 +113,6 @@ class Index:
         self.close()
 
     def close(self) -> None:
-        if self._embedder is not None:
-            self._embedder.close()
         self.store.close()
 
     # -- components -----------------------------------------------------------------------------

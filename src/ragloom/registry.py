@@ -24,14 +24,26 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
+        "fastembed": "ragloom.embed.fastembed_embedder:FastEmbedEmbedder",
+        "sentence-transformers": "ragloom.embed.sentence_transformers_embedder:SentenceTransformerEmbedder",
+        "ollama": "ragloom.embed.ollama:OllamaEmbedder",
+        "openai": "ragloom.embed.openai:OpenAIEmbedder",
+        "cohere": "ragloom.embed.cohere:CohereEmbedder",
     },
     "store": {
         "embedded": "ragloom.stores.embedded.store:EmbeddedStore",
         "chroma": "ragloom.stores.chroma:ChromaStore",
         "qdrant": "ragloom.stores.qdrant:QdrantStore",
     },
-    "llm": {},
-    "reranker": {},
+    "llm": {
+        "llamacpp": "ragloom.generate.llms.llamacpp:LlamaCppLLM",
+        "ollama": "ragloom.generate.llms.ollama:OllamaLLM",
+        "openai": "ragloom.generate.llms.openai:OpenAILLM",
+        "cohere": "ragloom.generate.llms.cohere:CohereLLM",
+    },
+    "reranker": {
+        "cohere": "ragloom.retrieve.rerankers.cohere:CohereReranker",
+    },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...config import ChunkingConfig
@@ -55,10 +55,23 @@ class Chunker(ABC):
     def split(self, document: Document) -> list[Span]:
         """Character spans of ``document.text``, in order, that become chunks."""
 
+    def spans(self, document: Document) -> list[Span]:
+        """``split`` applied page by page, so that no chunk straddles two pages."""
+        if len(document.page_starts) < 2:
+            return self.split(document)
+        spans: list[Span] = []
+        bounds = [*document.page_starts, len(document.text)]
+        for start, end in zip(bounds, bounds[1:]):
+            page = replace(document, text=document.text[start:end], page_starts=())
+            spans.extend(
+                replace(span, start=span.start + start, end=span.end + start) for span in self.split(page)
+            )
+        return spans
+
     def chunk(self, document: Document) -> list[Chunk]:
         chunks: list[Chunk] = []
         policy = self.policy
-        for span in self.split(document):
+        for span in self.spans(document):
             text = document.text[span.start : span.end]
             if not text.strip():
                 continue

@@ -41,6 +41,15 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
+def _document(row: int, chunk: Chunk) -> tantivy.Document:
+    document = tantivy.Document()
+    document.add_unsigned("row", int(row))
+    document.add_text("id", chunk.id)
+    document.add_text("source", chunk.source)
+    document.add_text("text", chunk.text)
+    return document
+
+
 class LexicalIndex:
     """A tantivy index of (row, chunk id, source, text)."""
 
@@ -88,7 +97,7 @@ class LexicalIndex:
         writer = self._w()
         writer.delete_documents_by_term("source", source)
         for row, chunk in rows_and_chunks:
-            writer.add_document(tantivy.Document(row=row, id=chunk.id, source=source, text=chunk.text))
+            writer.add_document(_document(row, chunk))
         self._dirty = True
 
     def delete_source(self, source: str) -> None:
@@ -99,7 +108,7 @@ class LexicalIndex:
         writer = self._w()
         writer.delete_all_documents()
         for row, chunk in rows_and_chunks:
-            writer.add_document(tantivy.Document(row=row, id=chunk.id, source=chunk.source, text=chunk.text))
+            writer.add_document(_document(row, chunk))
         self._dirty = True
         self.commit(generation)
 

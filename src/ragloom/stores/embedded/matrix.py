@@ -89,12 +89,12 @@ class VectorMatrix:
         query = np.asarray(query, dtype=np.float32)
         if allowed_rows is None:
             positions = None
-            scores = self.vectors @ query
+            scores = cosine(self.vectors, query)
         else:
             positions = self.positions(allowed_rows)
             if len(positions) == 0:
                 return []
-            scores = self.vectors[positions] @ query
+            scores = cosine(self.vectors[positions], query)
         chosen = top_k_indices(scores, k)
         chosen_pos = chosen if positions is None else positions[chosen]
         candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
@@ -107,8 +107,18 @@ class VectorMatrix:
         found = [(cid, self._position_of[cid]) for cid in chunk_ids if cid in self._position_of]
         if not found:
             return {}
-        scores = self.vectors[[p for _, p in found]] @ np.asarray(query, dtype=np.float32)
+        scores = cosine(self.vectors[[p for _, p in found]], np.asarray(query, dtype=np.float32))
         return {cid: float(s) for (cid, _), s in zip(found, scores)}
+
+
+def cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Dot products of unit vectors, rounded to 6 decimals.
+
+    BLAS kernels may differ in the last bits for identical rows at different offsets;
+    rounding below float32 precision makes equal vectors tie exactly, so the chunk-id
+    tie-break decides their order.
+    """
+    return np.round(vectors @ query, 6)
 
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from ...filters import Condition
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry, Candidate, Store
 from .catalog import Catalog
+from .columns import MetadataColumns
 from .lexical import LexicalIndex
 from .matrix import VectorMatrix
 
@@ -36,6 +37,7 @@ class EmbeddedStore(Store):
         self.catalog = Catalog(path / "ragloom.sqlite")
         self.matrix = VectorMatrix(path / "vectors")
         self.lexical = LexicalIndex(path / "bm25", threads=config.embedder.threads)
+        self.columns = MetadataColumns(self.catalog)
         self._pending_lexical: dict[str, bool] = {}
         self._lexical_base = -1
 
@@ -134,13 +136,18 @@ class EmbeddedStore(Store):
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        allowed = self.catalog.rows_matching(conditions) if conditions else None
-        return self.matrix.search(vector, k, allowed)
+        return self.matrix.search(vector, k, self._allowed_rows(conditions))
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        allowed = self.catalog.rows_matching(conditions) if conditions else None
-        return self.lexical.search(query, k, allowed)
+        return self.lexical.search(query, k, self._allowed_rows(conditions))
+
+    def _allowed_rows(self, conditions: Sequence[Condition]) -> np.ndarray | None:
+        """SQLite rows matching every condition, or None for no filter."""
+        if not conditions:
+            return None
+        rows = self.matrix.rows
+        return rows[self.columns.mask(conditions, rows, self.matrix.generation)]
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         self._ensure_fresh()

@@ -1,0 +1,155 @@
+"""``ragloom eval``: retrieval quality and speed on a BEIR dataset, or on a keyword test set."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..config import Config
+from ..errors import QueryError
+from .app import console, display_path, err_console, state
+from .ingest import _RichProgress
+
+_MODES = ("hybrid", "dense", "lexical")
+_BEIR_K = 100
+
+
+def eval_command(
+    ctx: typer.Context,
+    dataset: Optional[Path] = typer.Argument(
+        None, help="BEIR dataset folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv). With --keywords: "
+        "a folder of documents to index first (default: search the existing --index)."
+    ),
+    split: str = typer.Option("test", "--split", help="Which qrels/<split>.tsv to score."),
+    configs: Optional[list[Path]] = typer.Option(
+        None, "--config", "-c", help="A config file to evaluate (repeatable; the first is the baseline)."
+    ),
+    modes: Optional[list[str]] = typer.Option(
+        None, "--mode", "-m", help="hybrid, dense or lexical (repeatable; default: each config's search.mode)."
+    ),
+    k: Optional[int] = typer.Option(
+        None, "-k", "--top-k", help=f"Results per query (default: {_BEIR_K} documents for BEIR, search.k for keywords)."
+    ),
+    out: Path = typer.Option(Path("ragloom-eval"), "--out", "-o", help="Folder for the JSON, HTML and TREC run files."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir", help="Where scratch indexes are kept (default: $RAGLOOM_CACHE_DIR or ~/.cache/ragloom/eval)."
+    ),
+    keywords: Optional[Path] = typer.Option(
+        None, "--keywords", help="A YAML/JSONL keyword test set instead of BEIR qrels."
+    ),
+    fail_under: Optional[float] = typer.Option(
+        None, "--fail-under", help="With --keywords: exit with status 1 when a run's top-1 accuracy is below this (e.g. 0.9)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Measure retrieval quality and speed; several configs or modes are compared side by side."""
+    from ..eval.scratch import default_cache_dir
+
+    specs = _specs(ctx, configs or [], modes or [])
+    cache = cache_dir or default_cache_dir()
+    if keywords is not None:
+        _keyword_eval(ctx, specs, keywords, dataset, k, out, cache, fail_under, quiet)
+    elif dataset is None:
+        raise typer.BadParameter("give a BEIR dataset folder, or --keywords FILE", param_hint="DATASET")
+    else:
+        _beir_eval(specs, dataset, split, k or _BEIR_K, out, cache, quiet)
+
+
+def _specs(ctx: typer.Context, files: list[Path], modes: list[str]):
+    from ..eval.runner import RunSpec
+
+    for mode in modes:
+        if mode not in _MODES:
+            raise QueryError(f"unknown search mode {mode!r}; use {', '.join(_MODES)}")
+    base = state(ctx)
+    loaded: list[tuple[str | None, Config]] = (
+        [(str(f), dataclasses.replace(base, config_file=str(f)).config()) for f in files]
+        if files else [(base.config_file, base.config())]
+    )
+    specs = []
+    for file, config in loaded:
+        for mode in modes or [config.search.mode]:
+            parts = [Path(file).stem] if len(loaded) > 1 else []
+            parts += [mode] if len(modes) > 1 or not parts else []
+            specs.append(RunSpec("/".join(parts), config, mode, file))
+    counts = Counter(s.name for s in specs)
+    if any(n > 1 for n in counts.values()):  # same file stem twice: number them
+        specs = [dataclasses.replace(s, name=f"{i + 1}:{s.name}") for i, s in enumerate(specs)]
+    return specs
+
+
+def _progress(quiet: bool) -> Progress:
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=err_console, transient=True, disable=quiet)
+
+
+def _beir_eval(specs, dataset: Path, split: str, k: int, out: Path, cache: Path, quiet: bool) -> None:
+    from ..eval.beir import load_beir
+    from ..eval.report import rich_tables, write_reports
+    from ..eval.runner import QueryProgress, evaluate_beir
+
+    data = load_beir(dataset, split)
+
+    class _Queries(QueryProgress):
+        def start(self, total: int) -> None:
+            self.task = bar.add_task(f"queries ({len(specs)} runs)", total=total)
+
+        def done(self, run: str) -> None:
+            bar.update(self.task, advance=1)
+
+    with _progress(quiet) as bar:
+        result = evaluate_beir(data, specs, cache, k=k, ingest_progress=_RichProgress(bar), query_progress=_Queries())
+    for table in rich_tables(result):
+        _print_wide(table)
+    written = write_reports(result, out)
+    console.print(f"report: {display_path(str(written['html']))}, {display_path(str(written['json']))}; "
+                  f"TREC runs in {display_path(str(out / 'runs'))}")
+
+
+def _keyword_eval(ctx, specs, file: Path, folder: Optional[Path], k: Optional[int], out: Path, cache: Path,
+                  fail_under: Optional[float], quiet: bool) -> None:
+    from ..eval.keywords import evaluate_keywords, load_keyword_cases
+    from ..eval.report import keyword_table
+    from ..eval.scratch import open_scratch_index
+    from ..index import Index
+
+    cases = load_keyword_cases(file)
+    results = []
+    for spec in specs:
+        if folder is not None:
+            with _progress(quiet) as bar:
+                index, _ = open_scratch_index(folder, spec.config, cache, _RichProgress(bar))
+        else:
+            index = Index.open(spec.config.index, spec.config, create=False)
+        with index:
+            results.append(evaluate_keywords(index, cases, k=index.clamp_k(k), mode=spec.mode, name=spec.name))
+    _print_wide(keyword_table(results))
+    for result in results:
+        for failure in result.failures:
+            where = f"passes at rank {failure.first_passing_rank}" if failure.first_passing_rank else "fails in top-k"
+            lacks = ", ".join(failure.top1_unmet) or "no results"
+            console.print(f"[red]✗[/] [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}", highlight=False)
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / f"keywords-{file.stem}.json"
+    report.write_text(json.dumps([r.to_dict() for r in results], indent=2), encoding="utf-8")
+    console.print(f"report: {display_path(str(report))}")
+    if fail_under is not None and any(r.top1_accuracy < fail_under for r in results):
+        # Not typer.Exit: main() runs click with standalone_mode=False, which turns it into a return value.
+        raise SystemExit(1)
+
+
+def _print_wide(table) -> None:
+    """Tables keep their columns when piped to a file (rich would squeeze them to 80)."""
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)

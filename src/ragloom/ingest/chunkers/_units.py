@@ -1,0 +1,134 @@
+"""Units of text (paragraphs, sentences, code blocks) and packing them to a token budget.
+
+Shared by the paragraph, sentence and Markdown chunkers: each finds its units as
+character ranges, and ``pack`` groups consecutive units into chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from ...types import Document
+from ._tokens import TokenMeter, strip_span
+from .base import Chunker, Span
+from .recursive import split_recursive
+
+if TYPE_CHECKING:
+    from punkt import PunktSentenceTokenizer
+
+_BLANK_LINES = re.compile(r"\n[ \t\r]*\n\s*")
+# A sentence ends with . ! or ? (and any closing quotes or brackets) before whitespace,
+# or at a blank line.
+_REGEX_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n[ \t\r]*\n\s*")
+
+
+class UnitChunker(Chunker):
+    """Base of the chunkers that pack units, splitting oversize ones by sentence.
+
+    A subclass gives the unit ranges of a text (``ranges``), or overrides ``split``.
+    """
+
+    @property
+    def policy(self) -> str:
+        # The sentence splitter moves boundaries, so it is part of every chunk id.
+        return f"{super().policy}/splitter={self.config.sentence_splitter}"
+
+    def meter(self, document: Document) -> TokenMeter:
+        return TokenMeter(document.text, self.count_tokens, self.token_offsets)
+
+    def split(self, document: Document) -> list[Span]:
+        meter = self.meter(document)
+        size = self.config.chunk_size
+        units = fitting_units(meter, self.ranges(document.text), size, self.config.sentence_splitter)
+        return [Span(start, end) for start, end in pack(meter, units, size)]
+
+    def ranges(self, text: str) -> list[tuple[int, int]]:
+        raise NotImplementedError(f"{type(self).__name__} must define ranges() or split()")
+
+
+@dataclass(frozen=True)
+class Unit:
+    start: int
+    end: int
+    #: A code block or table: never split, even when larger than the budget.
+    atomic: bool = False
+    #: A header: kept with the unit after it, even an oversize atomic one.
+    sticky: bool = False
+
+
+def paragraph_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Stripped ranges of the paragraphs (separated by blank lines) in ``text[start:end]``."""
+    return _ranges_between(text, start, end, _BLANK_LINES)
+
+
+def sentence_ranges(text: str, start: int, end: int, splitter: str) -> list[tuple[int, int]]:
+    """Stripped ranges of the sentences in ``text[start:end]``; ``splitter`` is punkt or regex."""
+    if splitter == "punkt":
+        tokenizer = _punkt()
+        ranges = ((start + s, start + e) for s, e in tokenizer.span_tokenize(text[start:end]))
+        return [r for r in (strip_span(text, s, e) for s, e in ranges) if r[1] > r[0]]
+    return _ranges_between(text, start, end, _REGEX_SENTENCE_END, keep_separator=True)
+
+
+@lru_cache(maxsize=1)
+def _punkt() -> PunktSentenceTokenizer:
+    import punkt
+
+    # "paragraph": a blank line always ends a sentence, a single newline does not.
+    return punkt.tokenizer_for("english", line_breaks="paragraph", prefixes=True)
+
+
+def _ranges_between(
+    text: str, start: int, end: int, separator: re.Pattern[str], keep_separator: bool = False
+) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    position = start
+    for match in separator.finditer(text, start, end):
+        ranges.append(strip_span(text, position, match.end() if keep_separator else match.start()))
+        position = match.end()
+    ranges.append(strip_span(text, position, end))
+    return [(s, e) for s, e in ranges if e > s]
+
+
+def fitting_units(
+    meter: TokenMeter, ranges: Iterable[tuple[int, int]], budget: int, splitter: str
+) -> list[Unit]:
+    """Units no larger than ``budget``: oversize ranges are split by sentence, then by words."""
+    units: list[Unit] = []
+    for start, end in ranges:
+        if meter.count(start, end) <= budget:
+            units.append(Unit(start, end))
+            continue
+        for s, e in sentence_ranges(meter.text, start, end, splitter):
+            if meter.count(s, e) <= budget:
+                units.append(Unit(s, e))
+            else:
+                units.extend(Unit(a, b) for a, b in split_recursive(meter, s, e, budget, 0))
+    return units
+
+
+def pack(meter: TokenMeter, units: list[Unit], budget: int) -> list[tuple[int, int]]:
+    """Consecutive units grouped greedily into ranges of at most ``budget`` tokens.
+
+    A unit larger than the budget (only an atomic one can be) becomes a range of its own,
+    together with a sticky unit (its header) just before it.
+    """
+    ranges: list[tuple[int, int]] = []
+    group: tuple[int, int] | None = None
+    previous: Unit | None = None
+    for unit in units:
+        glued = previous is not None and previous.sticky and unit.atomic
+        previous = unit
+        if group is not None and (glued or meter.count(group[0], unit.end) <= budget):
+            group = (group[0], unit.end)
+            continue
+        if group is not None:
+            ranges.append(group)
+        group = (unit.start, unit.end)
+    if group is not None:
+        ranges.append(group)
+    return ranges

@@ -1,0 +1,84 @@
+"""PDF files: one document per file, pages joined by a blank line, page starts kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...errors import CorruptDocumentError
+from ...types import Document
+from .base import LoadResult, Loader
+from .decode import empty_result
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
+
+PAGE_SEPARATOR = "\n\n"
+
+
+class PdfLoader(Loader):
+    name = "pdf"
+    extensions = (".pdf",)
+
+    def load(self, path: Path, source: str) -> LoadResult:
+        if path.stat().st_size == 0:
+            return empty_result(source)
+        pages, title = _read_pages(path, source)
+        text, page_starts = join_pages(pages)
+        if not text.strip():
+            return LoadResult(
+                [],
+                [
+                    f"{source} has no extractable text; it may be scanned images — "
+                    "run OCR on it (e.g. ocrmypdf) and ingest the result"
+                ],
+            )
+        document = Document(
+            text=text,
+            source=source,
+            doc_id=path.name,
+            title=title or path.stem,
+            metadata={"pages": len(pages)},
+            page_starts=page_starts,
+        )
+        return LoadResult([document])
+
+
+def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:
+    """The pages' text joined by PAGE_SEPARATOR, and the offset where each page starts."""
+    starts: list[int] = []
+    offset = 0
+    for page in pages:
+        starts.append(offset)
+        offset += len(page) + len(PAGE_SEPARATOR)
+    return PAGE_SEPARATOR.join(pages), tuple(starts)
+
+
+def _read_pages(path: Path, source: str) -> tuple[list[str], str]:
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise CorruptDocumentError(
+                f"{source} is encrypted with a password; decrypt it (e.g. qpdf --decrypt) and ingest again"
+            )
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        title = _metadata_title(reader)
+    except CorruptDocumentError:
+        raise
+    except Exception as exc:  # pypdf raises many kinds of errors on damaged files
+        raise CorruptDocumentError(
+            f"{source} could not be parsed as a PDF ({type(exc).__name__}: {exc}); "
+            "the file may be damaged or not a PDF — re-export or repair it"
+        ) from exc
+    return pages, title
+
+
+def _metadata_title(reader: PdfReader) -> str:
+    try:
+        info = reader.metadata
+        title = info.title if info is not None else None
+    except Exception:  # a damaged /Info dictionary should not lose the text
+        return ""
+    return title.strip() if isinstance(title, str) else ""

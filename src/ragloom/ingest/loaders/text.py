@@ -1,0 +1,39 @@
+"""Plain text files, and the shared base of every loader that reads text."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from pathlib import Path
+
+from ...types import Document
+from .base import LoadResult, Loader
+from .decode import empty_result, read_text
+
+
+class TextFileLoader(Loader):
+    """Decodes the file, refuses binary content, reports empty files; subclasses parse."""
+
+    def load(self, path: Path, source: str) -> LoadResult:
+        text, warnings = read_text(path, source)
+        if not text.strip():
+            return empty_result(source)
+        result = self.parse(text, path, source)
+        result.warnings[:0] = warnings
+        return result
+
+    @abstractmethod
+    def parse(self, text: str, path: Path, source: str) -> LoadResult:
+        """Documents of the decoded, non-empty ``text``."""
+
+
+class TextLoader(TextFileLoader):
+    name = "text"
+    extensions = (".txt", ".text", ".rst")
+
+    def parse(self, text: str, path: Path, source: str) -> LoadResult:
+        return LoadResult([single_document(text, path, source, title=path.stem)])
+
+
+def single_document(text: str, path: Path, source: str, title: str, **metadata: object) -> Document:
+    """The one document of a single-document file; its id is the file name."""
+    return Document(text=text, source=source, doc_id=path.name, title=title, metadata=dict(metadata))

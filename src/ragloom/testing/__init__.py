@@ -1,0 +1,1 @@
+"""Reusable test helpers: conformance suites and fakes of model servers (``ragloom.testing.fakes``)."""
