@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from ...errors import StoreError
-from ...filters import Condition
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
 
@@ -237,27 +236,6 @@ class Catalog:
             vectors = np.frombuffer(b"".join(r[2] for r in part), dtype=np.float32).reshape(len(part), -1)
             yield rows, ids, vectors
 
-    def rows_matching(self, conditions: Sequence[Condition]) -> np.ndarray:
-        clause, params = where_sql(conditions)
-        cursor = self.db.execute(f"SELECT row FROM chunks WHERE {clause} ORDER BY row", params)
-        return np.fromiter((r[0] for r in cursor), dtype=np.int64)
-
-    def row_ids(self, rows: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(rows), 500):
-            batch = [int(r) for r in rows[start : start + 500]]
-            marks = ",".join("?" * len(batch))
-            out.update(self.db.execute(f"SELECT row, id FROM chunks WHERE row IN ({marks})", batch))
-        return out
-
-    def ids_to_rows(self, chunk_ids: Sequence[str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for start in range(0, len(chunk_ids), 500):
-            batch = list(chunk_ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            out.update(self.db.execute(f"SELECT id, row FROM chunks WHERE id IN ({marks})", batch))
-        return out
-
     # -- audit --------------------------------------------------------------------------
     def log_search(self, entry: AuditEntry) -> str:
         search_id = entry.id or uuid.uuid4().hex
@@ -306,61 +284,3 @@ def _chunk_from_row(row: Sequence[Any]) -> Chunk:
     _, cid, source, doc_id, index, start, end, policy, digest, tokens, text, metadata = row
     return Chunk(id=cid, text=text, source=source, doc_id=doc_id, chunk_index=index, start=start, end=end,
                  policy=policy, content_hash=digest, token_count=tokens, metadata=json.loads(metadata))
-
-
-# -- filters -> SQL ---------------------------------------------------------------------
-_SQL_OPS = {"$eq": "=", "$ne": "!=", "$lt": "<", "$lte": "<=", "$gt": ">", "$gte": ">="}
-
-
-def where_sql(conditions: Sequence[Condition]) -> tuple[str, list[Any]]:
-    """Translate conditions into a WHERE clause over ``chunks.metadata`` (JSON).
-
-    Matches ``filters.matches`` exactly: comparisons only between values of the same
-    kind (numbers with numbers, text with text, booleans with booleans), list-valued
-    fields match when any element does, and a missing key satisfies only ``$ne``.
-    """
-    if not conditions:
-        return "1", []
-    clauses, params = [], []
-    for condition in conditions:
-        clause, values = _condition_sql(condition)
-        clauses.append(f"({clause})")
-        params.extend(values)
-    return " AND ".join(clauses), params
-
-
-def _condition_sql(c: Condition) -> tuple[str, list[Any]]:
-    path = "$." + json.dumps(c.key)
-    values = list(c.value) if c.op == "$in" else [c.value]
-    # One test over a scalar JSON value `v` with JSON type `t`.
-    tests, params = [], []
-    for value in values:
-        kind_test, bound = _typed(value)
-        op = "=" if c.op in ("$in", "$ne") else _SQL_OPS[c.op]
-        tests.append(f"({kind_test} AND v {op} ?)")
-        params.append(bound)
-    any_test = " OR ".join(tests)
-    scalar = f"SELECT json_extract(chunks.metadata, '{_q(path)}') AS v, json_type(chunks.metadata, '{_q(path)}') AS t"
-    element = f"SELECT value AS v, type AS t FROM json_each(chunks.metadata, '{_q(path)}')"
-    kind = f"json_type(chunks.metadata, '{_q(path)}')"
-    holds = (
-        f"CASE WHEN {kind} = 'array' THEN EXISTS({element} WHERE {any_test})"
-        f" ELSE EXISTS(SELECT 1 FROM ({scalar}) WHERE {any_test}) END"
-    )
-    if c.op == "$ne":
-        return f"NOT ({holds})", params * 2
-    return holds, params * 2
-
-
-def _typed(value: Any) -> tuple[str, Any]:
-    if isinstance(value, bool):
-        return ("t = 'true'" if value else "t = 'false'"), 1 if value else 0
-    if isinstance(value, (int, float)):
-        return "t IN ('integer', 'real')", value
-    if value is None:
-        return "t = 'null'", None
-    return "t = 'text'", str(value)
-
-
-def _q(text: str) -> str:
-    return text.replace("'", "''")
