@@ -20,7 +20,7 @@ if [ "${1:-}" = "--test" ]; then
   # llama-cpp-python compiles from source; these flags avoid AMX code paths that crash on
   # some CPUs and keep the build portable. pip caches the wheel after the first build.
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
-  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp]"
+  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed]"
 else
   "${PIP[@]}" install -e .
 fi

@@ -120,6 +120,8 @@ def _holds(actual: Any, condition: Condition) -> bool:
         return not _same(actual, expected)
     if op == "$in":
         return any(_same(actual, item) for item in expected)
+    if isinstance(actual, bool) != isinstance(expected, bool):
+        return False  # booleans are not numbers, as in every store's own filters
     try:
         if op == "$lt":
             return actual < expected

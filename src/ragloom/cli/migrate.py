@@ -29,7 +29,7 @@ def migrate_command(
     collection: Optional[str] = typer.Option(None, "--collection", help="Collection name in the target database."),
     path: Optional[str] = typer.Option(None, "--path", help="Chroma persist directory, or Qdrant local-mode folder."),
     url: Optional[str] = typer.Option(None, "--url", help="Qdrant server URL, e.g. http://localhost:6333."),
-    api_key: Optional[str] = typer.Option(None, "--api-key", help="Qdrant API key (default: $QDRANT_API_KEY).", envvar="QDRANT_API_KEY"),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="Qdrant API key (default: $QDRANT_API_KEY)."),
     host: Optional[str] = typer.Option(None, "--host", help="Chroma server host."),
     port: Optional[int] = typer.Option(None, "--port", help="Chroma server port."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),

@@ -66,14 +66,16 @@ class Embedder(ABC):
     def _embed_many(
         self, texts: Sequence[str], kind: Kind, progress: Callable[[int], None] | None
     ) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
-            return out
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        out: np.ndarray | None = None
         # Sorting by length keeps each batch's padding small; results go back in input order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
         for rows, vectors in zip(batches, self._map_batches(texts, batches, kind)):
             vectors = np.asarray(vectors, dtype=np.float32)
+            if out is None:  # allocated after the first batch, which tells HTTP embedders their dimension
+                out = np.zeros((len(texts), self.dimension), dtype=np.float32)
             if vectors.shape != (len(rows), self.dimension):
                 from ..errors import EmbeddingError
 
@@ -84,6 +86,7 @@ class Embedder(ABC):
             out[rows] = normalize(vectors)
             if progress is not None:
                 progress(len(rows))
+        assert out is not None
         return out
 
     def _map_batches(

@@ -17,8 +17,7 @@ from ..config import EmbedderConfig
 from ..errors import EmbeddingError
 from ..models import packaged_model_dir
 from .base import Embedder, Kind
-
-BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+from .prefixes import BGE_QUERY_INSTRUCTION
 DEFAULT_MODEL = "bge-small-en-v1.5"
 _PACKAGED = {DEFAULT_MODEL: "bge_small_en"}
 

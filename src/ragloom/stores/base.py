@@ -8,6 +8,7 @@ lexical search. Ties are broken by chunk id, ascending, so results are determini
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -136,6 +137,17 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
 
 
 def create_store(path: Path, config: Config) -> Store:

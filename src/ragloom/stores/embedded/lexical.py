@@ -142,8 +142,10 @@ class LexicalIndex:
             if len(allowed_rows) == 0:
                 return []
             row_filter = tantivy.Query.term_set_query(self.schema, "row", [int(r) for r in allowed_rows])
+            # A zero-weight filter clause: it selects rows without adding to the BM25 score.
             text_query = tantivy.Query.boolean_query(
-                [(tantivy.Occur.Must, text_query), (tantivy.Occur.Must, row_filter)]
+                [(tantivy.Occur.Must, text_query),
+                 (tantivy.Occur.Must, tantivy.Query.const_score_query(row_filter, 0.0))]
             )
         searcher = self.index.searcher()
         limit = k + 16

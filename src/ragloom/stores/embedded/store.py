@@ -10,25 +10,23 @@ is seen.
 from __future__ import annotations
 
 import fcntl
-import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from ...config import Config
 from ...errors import StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import AuditEntry, Candidate, Store
+from ..base import Candidate, Store, folder_bytes
+from ..catalog_backed import CatalogBacked
 from .catalog import Catalog
 from .columns import MetadataColumns
 from .lexical import LexicalIndex
 from .matrix import VectorMatrix
 
 
-class EmbeddedStore(Store):
+class EmbeddedStore(CatalogBacked, Store):
     name = "embedded"
 
     def __init__(self, path: Path, config: Config) -> None:
@@ -44,26 +42,6 @@ class EmbeddedStore(Store):
     @classmethod
     def open(cls, path: Path, config: Config) -> EmbeddedStore:
         return cls(path, config)
-
-    # -- identity -----------------------------------------------------------------------------
-    def embedder_info(self) -> dict[str, Any] | None:
-        return self.catalog.get_meta("embedder")
-
-    def set_embedder_info(self, info: dict[str, Any]) -> None:
-        with self.catalog.transaction():
-            self.catalog.set_meta("embedder", info)
-
-    @property
-    def dimension(self) -> int:
-        info = self.embedder_info() or {}
-        return int(info.get("dimension", 0))
-
-    # -- sources ------------------------------------------------------------------------------
-    def get_source(self, path: str) -> SourceRecord | None:
-        return self.catalog.get_source(path)
-
-    def list_sources(self) -> list[SourceRecord]:
-        return self.catalog.list_sources()
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         dimension = self.dimension
@@ -153,23 +131,9 @@ class EmbeddedStore(Store):
         self._ensure_fresh()
         return self.matrix.scores_for_ids(vector, chunk_ids)
 
-    # -- audit --------------------------------------------------------------------------------
-    def log_search(self, entry: AuditEntry) -> str:
-        return self.catalog.log_search(entry)
-
-    def recent_searches(self, limit: int) -> list[AuditEntry]:
-        return self.catalog.recent_searches(limit)
-
     # -- housekeeping ---------------------------------------------------------------------------
     def disk_bytes(self) -> int:
-        total = 0
-        for root, _, files in os.walk(self.path):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    pass
-        return total
+        return folder_bytes(self.path)
 
     def close(self) -> None:
         self.lexical.close()

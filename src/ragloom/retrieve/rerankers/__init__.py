@@ -1,0 +1,1 @@
+"""Rerankers: reorder retrieved passages by a model's judgement of relevance."""

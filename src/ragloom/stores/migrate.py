@@ -1,0 +1,95 @@
+"""Copy an index from one store to another without re-embedding.
+
+Chunks, vectors, metadata, the sources registry and the embedder identity are
+copied source by source through the ``Store`` interface, so a migration is an
+ordinary sequence of ``replace_source`` calls: each is atomic on the target, an
+interrupted migration is resumed by running it again (sources already copied
+unchanged are skipped), and sources the origin no longer has are removed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelMismatchError, StoreError
+from ..types import Chunk
+from .base import Store
+
+
+@dataclass
+class MigrationReport:
+    copied: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, float | int]:
+        return {"copied": len(self.copied), "unchanged": len(self.unchanged), "removed": len(self.removed),
+                "chunks": self.chunks, "seconds": round(self.seconds, 3)}
+
+
+def migrate(origin: Store, target: Store, progress: Callable[[str, int], None] | None = None) -> MigrationReport:
+    """Make ``target`` hold what ``origin`` holds; ``progress(path, chunks)`` after each source."""
+    started = time.perf_counter()
+    report = MigrationReport()
+    _copy_identity(origin, target)
+    wanted = origin.list_sources()
+    for record in wanted:
+        if target.get_source(record.path) == record:
+            report.unchanged.append(record.path)
+            continue
+        chunks, vectors = source_contents(origin, record.path)
+        target.replace_source(record, chunks, vectors)
+        report.copied.append(record.path)
+        report.chunks += len(chunks)
+        if progress:
+            progress(record.path, len(chunks))
+    keep = {r.path for r in wanted}
+    for record in target.list_sources():
+        if record.path not in keep:
+            target.delete_source(record.path)
+            report.removed.append(record.path)
+    target.flush()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _copy_identity(origin: Store, target: Store) -> None:
+    info, existing = origin.embedder_info(), target.embedder_info()
+    if info is None:
+        return
+    if existing is None:
+        target.set_embedder_info(info)
+        return
+    same = (existing.get("model_id"), existing.get("dimension")) == (info.get("model_id"), info.get("dimension"))
+    if not same:
+        raise ModelMismatchError(
+            f"the target already holds vectors of {existing.get('model_id')} ({existing.get('dimension')}-d), "
+            f"the origin has {info.get('model_id')} ({info.get('dimension')}-d); migrate into an empty "
+            "collection (another collection name or index directory)"
+        )
+
+
+def source_contents(store: Store, path: str) -> tuple[list[Chunk], np.ndarray]:
+    """One source's chunks and their vectors, read from any built-in store."""
+    exporter = getattr(store, "export_source", None)
+    if exporter is not None:
+        return exporter(path)
+    catalog = getattr(store, "catalog", None)  # the embedded store keeps chunks in its SQLite catalog
+    if catalog is None or not hasattr(catalog, "iter_chunks"):
+        raise StoreError(
+            f"the {store.name or type(store).__name__} store cannot list a source's chunks; "
+            "give it an export_source(path) method to migrate from it"
+        )
+    chunks = [chunk for _, chunk in catalog.iter_chunks(source=path)]
+    found = store.cached_vectors([c.content_hash for c in chunks])
+    missing = [c.id for c in chunks if c.content_hash not in found]
+    if missing:
+        raise StoreError(f"{path}: {len(missing)} chunks have no stored vector; re-ingest the file, then migrate")
+    vectors = np.stack([found[c.content_hash] for c in chunks]) if chunks else np.zeros((0, 1), dtype=np.float32)
+    return chunks, vectors

@@ -1,0 +1,424 @@
+"""A conformance suite every ``Store`` passes: subclass it and say how to configure the store.
+
+::
+
+    from ragloom.testing.conformance import StoreConformance
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture(scope="class")
+        @classmethod
+        def store_config(cls):
+            return Config.from_dict({"store": {"backend": "mystore"}})
+
+The suite writes a small synthetic corpus (12-d deterministic unit vectors, metadata
+of every kind the filter language handles) and checks results against brute force:
+cosine scores over the same vectors and ``filters.matches`` over the same metadata.
+Needs pytest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ..config import Config
+from ..filters import matches, parse_where
+from ..stores.base import AuditEntry, Candidate, Store, create_store, rank_candidates
+from ..types import Chunk, SourceRecord, content_hash
+
+DIMENSION = 12
+EMBEDDER = {"model_id": "test:synthetic", "dimension": DIMENSION}
+
+# Filters checked against filters.matches; together they use every operator on every kind of value.
+FILTERS: list[dict[str, Any]] = [
+    {"kind": "note"},
+    {"kind": {"$ne": "note"}},
+    {"kind": {"$in": ["note", "code"]}},
+    {"kind": {"$gte": "note"}},
+    {"page": 2},
+    {"page": 2.0},
+    {"page": {"$ne": 2}},
+    {"page": {"$in": [1, 3]}},
+    {"page": {"$lt": 3}},
+    {"page": {"$lte": 3}},
+    {"page": {"$gt": 2}},
+    {"page": {"$gte": 2, "$lt": 4}},
+    {"weight": {"$gte": 2.5}},
+    {"weight": 1.5},
+    {"flag": True},
+    {"flag": {"$ne": True}},
+    {"tags": "x"},
+    {"tags": {"$ne": "x"}},
+    {"tags": {"$in": ["y", "z"]}},
+    {"nums": 3},
+    {"nums": {"$gt": 10}},
+    {"maybe": {"$ne": 1}},
+    {"maybe": 1},
+    {"nested": {"$ne": "a"}},
+    {"mixed": "a"},
+    {"mixed": 1},
+    {"kind": "note", "flag": True},
+    {"absent": "x"},
+    {"absent": {"$ne": "x"}},
+    {"source": "b.md"},
+]
+
+
+# -- the synthetic corpus -------------------------------------------------------------------
+def unit_vector(seed: int, dimension: int = DIMENSION) -> np.ndarray:
+    vector = np.random.default_rng(seed).standard_normal(dimension).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def synthetic_metadata(n: int) -> dict[str, Any]:
+    """Metadata of chunk ``n``: ints, floats, strings, bools, lists, None, nested and mixed values."""
+    meta: dict[str, Any] = {
+        "page": n % 4 + 1,
+        "weight": n * 0.5,
+        "flag": n % 2 == 0,
+        "tags": [["x"], ["x", "y"], [], ["z"]][n % 4],
+        "section_path": ["Intro", f"Part {n % 3}"],
+    }
+    if n % 5 != 4:
+        meta["kind"] = ["note", "paper", "code"][n % 3]
+    if n % 3 == 0:
+        meta["nums"] = [n, n + 1]
+    meta["maybe"] = None if n % 2 else 1
+    if n == 7:
+        meta["page"] = 2.0  # a float equal to an int: $eq 2 must find it
+    if n == 0:
+        meta["nested"] = {"a": 1}
+    if n == 1:
+        meta["mixed"] = [1, "a"]
+    return meta
+
+
+_WORDS = ["river", "mountain", "forest", "desert", "harbor", "valley"]
+
+
+def synthetic_chunks(source: str, numbers: list[int], text_of: Callable[[int], str]) -> list[Chunk]:
+    chunks = []
+    for index, n in enumerate(numbers):
+        text = text_of(n)
+        meta = {"source": source, "doc_id": source, "chunk_index": index, **synthetic_metadata(n)}
+        chunks.append(Chunk(
+            id=Chunk.make_id(source, source, index, index * 100, index * 100 + 99, "test"),
+            text=text, source=source, doc_id=source, chunk_index=index, start=index * 100,
+            end=index * 100 + 99, policy="test", content_hash=content_hash(text), token_count=4, metadata=meta,
+        ))
+    return chunks
+
+
+def record_for(source: str, chunks: list[Chunk], version: str = "1") -> SourceRecord:
+    return SourceRecord(path=source, content_hash=content_hash(source + version), mtime=1_700_000_000.0,
+                        size=100 * len(chunks), chunk_count=len(chunks), ingested_at=1_700_000_100.0,
+                        loader="text", policy="test")
+
+
+# Three sources; chunk 13 repeats chunk 2's vector and text, so scores tie and chunk id decides.
+LAYOUT = {"a.md": list(range(0, 6)), "b.md": list(range(6, 11)), "c.md": list(range(11, 15))}
+_TWIN, _TWIN_OF = 13, 2
+
+
+def corpus_vector(n: int) -> np.ndarray:
+    return unit_vector(1000 + (_TWIN_OF if n == _TWIN else n))
+
+
+def _text(n: int) -> str:
+    n = _TWIN_OF if n == _TWIN else n
+    return f"{_WORDS[n % 6]} {_WORDS[(n + 2) % 6]} token{n} unique{n}"
+
+
+def write_corpus(store: Store) -> dict[str, tuple[Chunk, np.ndarray]]:
+    """Write the three sources; return chunk id -> (chunk, vector)."""
+    store.set_embedder_info(EMBEDDER)
+    written: dict[str, tuple[Chunk, np.ndarray]] = {}
+    for source, numbers in LAYOUT.items():
+        chunks = synthetic_chunks(source, numbers, _text)
+        vectors = np.stack([corpus_vector(n) for n in numbers])
+        store.replace_source(record_for(source, chunks), chunks, vectors)
+        written.update({c.id: (c, v) for c, v in zip(chunks, vectors)})
+    store.flush()
+    return written
+
+
+def brute_force(
+    written: dict[str, tuple[Chunk, np.ndarray]], query: np.ndarray, k: int, where: dict[str, Any] | None = None
+) -> list[Candidate]:
+    conditions = parse_where(where)
+    scored = [Candidate(cid, float(v @ query)) for cid, (c, v) in written.items() if matches(c.metadata, conditions)]
+    return rank_candidates(scored, k)
+
+
+# -- the suite ------------------------------------------------------------------------------
+class StoreOpener:
+    """Opens the store under test at one index directory, any number of times."""
+
+    def __init__(self, path: Path, config: Config) -> None:
+        self.path, self.config = path, config
+        self.open_stores: list[Store] = []
+
+    def open(self) -> Store:
+        store = create_store(self.path, self.config)
+        self.open_stores.append(store)
+        return store
+
+    def reopen(self, store: Store) -> Store:
+        self.close(store)
+        return self.open()
+
+    def close(self, store: Store) -> None:
+        if store in self.open_stores:
+            self.open_stores.remove(store)
+            store.close()
+
+    def close_all(self) -> None:
+        for store in list(self.open_stores):
+            self.close(store)
+
+
+def assert_same_ranking(got: list[Candidate], expected: list[Candidate], tolerance: float = 1e-4) -> None:
+    assert [c.chunk_id for c in got] == [c.chunk_id for c in expected]
+    for g, e in zip(got, expected):
+        assert g.score == pytest.approx(e.score, abs=tolerance)
+
+
+class StoreConformance:
+    """The behaviour every store shares.
+
+    Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
+    share one store written once per class; tests that write get a fresh one. A backend
+    whose data lives outside the index directory (a server) overrides ``config_for`` so
+    that each fresh store gets its own collection.
+    """
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls) -> Config:
+        raise NotImplementedError("a StoreConformance subclass must define a store_config fixture")
+
+    @classmethod
+    def config_for(cls, config: Config, index_dir: Path) -> Config:
+        return config
+
+    @pytest.fixture
+    def opener(self, tmp_path: Path, store_config: Config) -> Iterator[StoreOpener]:
+        index_dir = tmp_path / "index"
+        opener = StoreOpener(index_dir, self.config_for(store_config, index_dir))
+        yield opener
+        opener.close_all()
+
+    @pytest.fixture
+    def store(self, opener: StoreOpener) -> Store:
+        return opener.open()
+
+    @pytest.fixture
+    def written(self, store: Store) -> dict[str, tuple[Chunk, np.ndarray]]:
+        return write_corpus(store)
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared(
+        cls, store_config: Config, tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[tuple[Store, dict[str, tuple[Chunk, np.ndarray]]]]:
+        index_dir = tmp_path_factory.mktemp("shared") / "index"
+        opener = StoreOpener(index_dir, cls.config_for(store_config, index_dir))
+        store = opener.open()
+        yield store, write_corpus(store)
+        opener.close_all()
+
+    # -- empty -------------------------------------------------------------------------------
+    def test_empty_store_answers_with_nothing(self, store: Store) -> None:
+        assert store.count() == 0
+        assert store.list_sources() == []
+        assert store.get_source("a.md") is None
+        assert store.embedder_info() is None
+        assert store.search_dense(unit_vector(1), 5) == []
+        assert store.search_dense(unit_vector(1), 5, parse_where({"kind": "note"})) == []
+        assert store.search_lexical("river", 5) == []
+        assert store.get_chunks(["missing"]) == []
+        assert store.cached_vectors(["no-such-hash"]) == {}
+        assert store.dense_scores(unit_vector(1), ["missing"]) == {}
+        assert store.recent_searches(5) == []
+        assert store.delete_source("a.md") == 0
+
+    # -- write / read ------------------------------------------------------------------------
+    def test_write_registers_sources_and_round_trips_chunks(self, shared: tuple) -> None:
+        store, written = shared
+        assert store.count() == len(written)
+        assert [s.path for s in store.list_sources()] == sorted(LAYOUT)
+        chunks = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
+        assert store.get_source("b.md") == record_for("b.md", chunks)
+        assert store.get_chunks([c.id for c in chunks]) == chunks
+        assert store.embedder_info() == EMBEDDER
+
+    def test_get_chunks_keeps_the_order_asked_and_skips_missing(self, shared: tuple) -> None:
+        store, written = shared
+        ids = list(written)
+        asked = [ids[9], "missing", ids[0], ids[4]]
+        assert [c.id for c in store.get_chunks(asked)] == [ids[9], ids[0], ids[4]]
+
+    def test_cached_vectors_by_content_hash(self, shared: tuple) -> None:
+        store, written = shared
+        hashes = {c.content_hash: v for c, v in written.values()}
+        found = store.cached_vectors([*hashes, "no-such-hash"])
+        assert set(found) == set(hashes)
+        for digest, vector in found.items():
+            np.testing.assert_allclose(vector, hashes[digest], atol=1e-5)
+
+    def test_dense_scores_are_cosine_similarities(self, shared: tuple) -> None:
+        store, written = shared
+        query = unit_vector(7)
+        ids = list(written)[:5]
+        scores = store.dense_scores(query, [*ids, "missing"])
+        assert set(scores) == set(ids)
+        for cid in ids:
+            assert scores[cid] == pytest.approx(float(written[cid][1] @ query), abs=1e-4)
+
+    # -- dense search ------------------------------------------------------------------------
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_dense_search_matches_brute_force(self, shared: tuple, seed: int) -> None:
+        store, written = shared
+        query = unit_vector(seed)
+        assert_same_ranking(store.search_dense(query, 5), brute_force(written, query, 5))
+
+    def test_k_larger_than_the_collection_returns_everything(self, shared: tuple) -> None:
+        store, written = shared
+        query = unit_vector(4)
+        assert_same_ranking(store.search_dense(query, 1000), brute_force(written, query, 1000))
+
+    def test_ties_are_broken_by_chunk_id_and_results_repeat(self, shared: tuple) -> None:
+        store, written = shared
+        query = corpus_vector(_TWIN)  # two chunks hold exactly this vector
+        first = store.search_dense(query, 2)
+        assert first[0].score == pytest.approx(first[1].score, abs=1e-6)
+        assert [c.chunk_id for c in first] == sorted(c.chunk_id for c in first)
+        assert store.search_dense(query, 2) == first
+        assert store.search_dense(query, 1)[0].chunk_id == first[0].chunk_id
+
+    @pytest.mark.parametrize("where", FILTERS, ids=[repr(f) for f in FILTERS])
+    def test_every_filter_operator_matches_the_reference(self, shared: tuple, where: dict) -> None:
+        store, written = shared
+        query = unit_vector(11)
+        expected = brute_force(written, query, 1000, where)
+        assert_same_ranking(store.search_dense(query, 1000, parse_where(where)), expected)
+        assert_same_ranking(store.search_dense(query, 2, parse_where(where)), expected[:2])
+
+    def test_a_selective_filter_still_finds_the_farthest_match(self, shared: tuple) -> None:
+        store, written = shared
+        target = min(written, key=lambda cid: float(written[cid][1] @ unit_vector(5)))
+        where = {"source": written[target][0].source, "chunk_index": written[target][0].chunk_index}
+        got = store.search_dense(unit_vector(5), 1, parse_where(where))
+        assert [c.chunk_id for c in got] == [target]
+
+    # -- lexical search ------------------------------------------------------------------------
+    def test_lexical_search_ranks_by_bm25_with_the_tie_rule(self, shared: tuple) -> None:
+        store, written = shared
+        hits = store.search_lexical("unique3", 10)
+        assert [c.chunk_id for c in hits] == [_id_of(written, 3)]
+        assert hits[0].score > 0
+        twins = store.search_lexical(f"unique{_TWIN_OF}", 10)  # two chunks share this text
+        assert [c.chunk_id for c in twins] == sorted(_id_of(written, n) for n in (_TWIN_OF, _TWIN))
+        broad = store.search_lexical("river mountain", 1000)
+        assert broad == rank_candidates(broad)
+        assert {c.chunk_id for c in broad} == {
+            cid for cid, (c, _) in written.items() if {"river", "mountain"} & set(c.text.split())
+        }
+        assert store.search_lexical("river mountain", 1000) == broad
+
+    @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"}])
+    def test_lexical_search_honours_filters(self, shared: tuple, where: dict) -> None:
+        store, written = shared
+        conditions = parse_where(where)
+        everything = store.search_lexical("river mountain forest", 1000)
+        allowed = {cid for cid, (c, _) in written.items() if matches(c.metadata, conditions)}
+        expected = [c for c in everything if c.chunk_id in allowed]
+        got = store.search_lexical("river mountain forest", 1000, conditions)
+        assert_same_ranking(got, expected, 1e-5)  # a filter changes which chunks, never their BM25 score
+        assert store.search_lexical("river mountain forest", 2, conditions) == got[:2]
+
+    # -- overwrite / delete --------------------------------------------------------------------
+    def test_replace_source_overwrites_everything_it_held(self, store: Store, written: dict) -> None:
+        old = synthetic_chunks("a.md", LAYOUT["a.md"], _text)
+        kept = old[0]
+        fresh = [kept] + [
+            Chunk(**{**c.__dict__, "chunk_index": i + 1, "id": Chunk.make_id("a.md", "a.md", i + 1, 0, 1, "v2")})
+            for i, c in enumerate(synthetic_chunks("a.md", [20, 21], lambda n: f"replacement zebra{n}"))
+        ]
+        vectors = np.stack([written[kept.id][1], unit_vector(20), unit_vector(21)])
+        record = record_for("a.md", fresh, version="2")
+        store.replace_source(record, fresh, vectors)
+        store.flush()
+        assert store.count() == len(written) - len(old) + len(fresh)
+        assert store.get_source("a.md") == record
+        assert store.get_chunks([c.id for c in old[1:]]) == []
+        assert store.get_chunks([c.id for c in fresh]) == fresh
+        gone = {c.id for c in old[1:]}
+        everything = store.search_dense(unit_vector(3), 1000)
+        assert not gone & {c.chunk_id for c in everything}
+        assert len(everything) == store.count()
+        assert store.search_lexical("unique1", 10) == []
+        assert [c.chunk_id for c in store.search_lexical("zebra21", 10)] == [fresh[2].id]
+
+    def test_delete_source_removes_its_chunks(self, store: Store, written: dict) -> None:
+        gone = [c.id for c, _ in written.values() if c.source == "b.md"]
+        assert store.delete_source("b.md") == len(gone)
+        store.flush()
+        assert store.get_source("b.md") is None
+        assert [s.path for s in store.list_sources()] == ["a.md", "c.md"]
+        assert store.count() == len(written) - len(gone)
+        assert store.get_chunks(gone) == []
+        assert not set(gone) & {c.chunk_id for c in store.search_dense(unit_vector(2), 1000)}
+        assert store.search_lexical("unique7", 10) == []
+        assert store.search_dense(unit_vector(2), 10, parse_where({"source": "b.md"})) == []
+        assert store.delete_source("b.md") == 0
+
+    # -- persistence ---------------------------------------------------------------------------
+    def test_everything_survives_reopening(self, opener: StoreOpener, store: Store, written: dict) -> None:
+        query = unit_vector(9)
+        dense = store.search_dense(query, 5, parse_where({"tags": "x"}))
+        lexical = store.search_lexical("river desert", 5)
+        search_id = store.log_search(_audit_entry("before reopen"))
+        sources = store.list_sources()
+        again = opener.reopen(store)
+        assert again.count() == len(written)
+        assert again.list_sources() == sources
+        assert again.embedder_info() == EMBEDDER
+        assert again.get_chunks(list(written)) == [c for c, _ in written.values()]
+        # A backend may hand back its vectors re-rounded after a reload: same ranking, scores to 1e-6.
+        assert_same_ranking(again.search_dense(query, 5, parse_where({"tags": "x"})), dense, 1e-6)
+        assert_same_ranking(again.search_lexical("river desert", 5), lexical, 1e-6)
+        assert [e.id for e in again.recent_searches(5)] == [search_id]
+        assert again.disk_bytes() > 0
+
+    # -- audit -----------------------------------------------------------------------------------
+    def test_audit_log_keeps_searches_newest_first(self, store: Store) -> None:
+        first = store.log_search(_audit_entry("first", created_at=time.time() - 5))
+        second = store.log_search(_audit_entry("second"))
+        entries = store.recent_searches(10)
+        assert [e.id for e in entries] == [second, first]
+        assert entries[0].query == "second" and entries[0].mode == "hybrid"
+        assert entries[0].hits == _audit_entry("second").hits
+        assert entries[0].filters == {"kind": "note"}
+        assert len(store.recent_searches(1)) == 1
+
+
+def _id_of(written: dict[str, tuple[Chunk, np.ndarray]], n: int) -> str:
+    """Id of corpus chunk number ``n``."""
+    source = next(path for path, numbers in LAYOUT.items() if n in numbers)
+    index = LAYOUT[source].index(n)
+    return Chunk.make_id(source, source, index, index * 100, index * 100 + 99, "test")
+
+
+def _audit_entry(query: str, created_at: float | None = None) -> AuditEntry:
+    return AuditEntry(
+        query=query, mode="hybrid", k=2, filters={"kind": "note"}, parameters={"alpha": 0.6},
+        hits=[{"rank": 1, "chunk_id": "c1", "score": 0.9, "source": "a.md"},
+              {"rank": 2, "chunk_id": "c2", "score": 0.5, "source": "b.md"}],
+        elapsed_ms=1.5, created_at=created_at or time.time(), embedder="test:synthetic",
+    )

@@ -1,0 +1,58 @@
+"""Every store passes the same conformance suite (ragloom.testing.conformance)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragloom.config import Config
+from ragloom.testing.chroma_server import ChromaServer
+from ragloom.testing.conformance import StoreConformance
+
+
+class TestEmbeddedStore(StoreConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls) -> Config:
+        return Config.from_dict({"store": {"backend": "embedded"}})
+
+
+class TestChromaEmbedded(StoreConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls) -> Config:
+        pytest.importorskip("chromadb")
+        return Config.from_dict({"store": {"backend": "chroma"}})
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    pytest.importorskip("chromadb")
+    with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
+        yield server
+
+
+class TestChromaServer(StoreConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls, chroma_server: ChromaServer) -> Config:
+        return Config.from_dict({"store": {"backend": "chroma", "chroma": {
+            "host": chroma_server.host, "port": chroma_server.port}}})
+
+    @classmethod
+    def config_for(cls, config: Config, index_dir: Path) -> Config:
+        # One server for the module; each store gets its own collection.
+        collection = "t" + hashlib.sha1(str(index_dir).encode()).hexdigest()[:16]
+        return config.model_copy(update={"store": config.store.model_copy(update={
+            "chroma": config.store.chroma.model_copy(update={"collection": collection})})})
+
+
+class TestQdrantLocal(StoreConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls) -> Config:
+        pytest.importorskip("qdrant_client")
+        return Config.from_dict({"store": {"backend": "qdrant"}})
