@@ -426,12 +426,16 @@ class Index:
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
+    # Compare names first: learning a remote model's dimension may need a request.
     same = recorded.get("model_id") == embedder.model_id and int(recorded.get("dimension", 0)) == embedder.dimension
     if not same:
+        configured = embedder.model_id
+        if recorded.get("model_id") == embedder.model_id:
+            configured += f" returning {embedder.dimension}-d vectors"
         raise ModelMismatchError(
             f"the index at {path} was built with {recorded.get('model_id')} ({recorded.get('dimension')}-d vectors), "
-            f"but the configured embedder is {embedder.model_id} ({embedder.dimension}-d). Use the same "
-            "embedder, or ingest into a new index directory (--index DIR)."
+            f"but the configured embedder is {configured}. Use the same embedder, "
+            "or ingest into a new index directory (--index DIR)."
         )
 
 

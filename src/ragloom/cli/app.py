@@ -59,8 +59,18 @@ def _global(
     config: Optional[Path] = typer.Option(
         None, "--config", "-c", help="Config file (default: ./ragloom.yaml if present).", envvar="RAGLOOM_CONFIG"
     ),
+    embedder: Optional[str] = typer.Option(
+        None, "--embedder", "-e",
+        help="Embedding model as PROVIDER[:MODEL], e.g. onnx, ollama:nomic-embed-text, openai:text-embedding-3-small.",
+    ),
 ) -> None:
-    ctx.obj = State(index=index, config_file=str(config) if config else None)
+    overrides: dict[str, Any] = {}
+    if embedder:
+        from ..config import parse_model_spec
+
+        provider, model = parse_model_spec(embedder)
+        overrides["embedder"] = {"provider": provider, "model": model}
+    ctx.obj = State(index=index, config_file=str(config) if config else None, overrides=overrides)
 
 
 def state(ctx: typer.Context) -> State:
@@ -88,7 +98,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         warnings.simplefilter("always", RagloomWarning)
         warnings.showwarning = _show_warning
         try:
-            app(args=argv, standalone_mode=False)
+            code = app(args=argv, standalone_mode=False)
         except RagloomError as exc:
             err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
             sys.exit(1)
@@ -104,6 +114,11 @@ def main(argv: Optional[list[str]] = None) -> None:
                 exc.show()
                 sys.exit(exc.exit_code)
             raise
+        # Without standalone mode, typer.Exit(n) and Ctrl-C (typer's Exit(130)) come back as a return value.
+        if code == 130:
+            err_console.print("[yellow]interrupted[/]")
+        if isinstance(code, int) and code:
+            sys.exit(code)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
