@@ -110,7 +110,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         except Exception as exc:  # click's usage errors
             import click
 
-            if isinstance(exc, click.ClickException):
+            # Newer typer raises its vendored copy of click's exceptions (typer._click), another class.
+            vendored = type(exc).__module__.startswith("typer.") and hasattr(exc, "show")
+            if isinstance(exc, click.ClickException) or vendored:
                 exc.show()
                 sys.exit(exc.exit_code)
             raise

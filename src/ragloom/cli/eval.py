@@ -6,7 +6,7 @@ import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,6 +15,9 @@ from ..config import Config
 from ..errors import QueryError
 from .app import console, display_path, err_console, state
 from .ingest import _RichProgress
+
+if TYPE_CHECKING:
+    from ..eval.runner import RunSpec
 
 _MODES = ("hybrid", "dense", "lexical")
 _BEIR_K = 100
@@ -34,17 +37,20 @@ def eval_command(
         None, "--mode", "-m", help="hybrid, dense or lexical (repeatable; default: each config's search.mode)."
     ),
     k: Optional[int] = typer.Option(
-        None, "-k", "--top-k", help=f"Results per query (default: {_BEIR_K} documents for BEIR, search.k for keywords)."
+        None, "-k", "--top-k",
+        help=f"Results per query (default: {_BEIR_K} documents for BEIR, search.k for keywords).",
     ),
     out: Path = typer.Option(Path("ragloom-eval"), "--out", "-o", help="Folder for the JSON, HTML and TREC run files."),
     cache_dir: Optional[Path] = typer.Option(
-        None, "--cache-dir", help="Where scratch indexes are kept (default: $RAGLOOM_CACHE_DIR or ~/.cache/ragloom/eval)."
+        None, "--cache-dir",
+        help="Where scratch indexes are kept (default: $RAGLOOM_CACHE_DIR or ~/.cache/ragloom/eval).",
     ),
     keywords: Optional[Path] = typer.Option(
         None, "--keywords", help="A YAML/JSONL keyword test set instead of BEIR qrels."
     ),
     fail_under: Optional[float] = typer.Option(
-        None, "--fail-under", help="With --keywords: exit with status 1 when a run's top-1 accuracy is below this (e.g. 0.9)."
+        None, "--fail-under",
+        help="With --keywords: exit with status 1 when a run's top-1 accuracy is below this (e.g. 0.9).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
@@ -54,14 +60,16 @@ def eval_command(
     specs = _specs(ctx, configs or [], modes or [])
     cache = cache_dir or default_cache_dir()
     if keywords is not None:
-        _keyword_eval(ctx, specs, keywords, dataset, k, out, cache, fail_under, quiet)
+        _keyword_eval(specs, keywords, dataset, k, out, cache, fail_under, quiet)
     elif dataset is None:
-        raise typer.BadParameter("give a BEIR dataset folder, or --keywords FILE", param_hint="DATASET")
+        from ..eval.beir import DatasetError
+
+        raise DatasetError("give a BEIR dataset folder (ragloom eval DATASET_DIR), or a test set with --keywords FILE")
     else:
         _beir_eval(specs, dataset, split, k or _BEIR_K, out, cache, quiet)
 
 
-def _specs(ctx: typer.Context, files: list[Path], modes: list[str]):
+def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunSpec]:
     from ..eval.runner import RunSpec
 
     for mode in modes:
@@ -89,7 +97,7 @@ def _progress(quiet: bool) -> Progress:
     return Progress(*columns, console=err_console, transient=True, disable=quiet)
 
 
-def _beir_eval(specs, dataset: Path, split: str, k: int, out: Path, cache: Path, quiet: bool) -> None:
+def _beir_eval(specs: list[RunSpec], dataset: Path, split: str, k: int, out: Path, cache: Path, quiet: bool) -> None:
     from ..eval.beir import load_beir
     from ..eval.report import rich_tables, write_reports
     from ..eval.runner import QueryProgress, evaluate_beir
@@ -112,7 +120,7 @@ def _beir_eval(specs, dataset: Path, split: str, k: int, out: Path, cache: Path,
                   f"TREC runs in {display_path(str(out / 'runs'))}")
 
 
-def _keyword_eval(ctx, specs, file: Path, folder: Optional[Path], k: Optional[int], out: Path, cache: Path,
+def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: Optional[int], out: Path, cache: Path,
                   fail_under: Optional[float], quiet: bool) -> None:
     from ..eval.keywords import evaluate_keywords, load_keyword_cases
     from ..eval.report import keyword_table
@@ -140,8 +148,7 @@ def _keyword_eval(ctx, specs, file: Path, folder: Optional[Path], k: Optional[in
     report.write_text(json.dumps([r.to_dict() for r in results], indent=2), encoding="utf-8")
     console.print(f"report: {display_path(str(report))}")
     if fail_under is not None and any(r.top1_accuracy < fail_under for r in results):
-        # Not typer.Exit: main() runs click with standalone_mode=False, which turns it into a return value.
-        raise SystemExit(1)
+        raise typer.Exit(1)
 
 
 def _print_wide(table) -> None:
