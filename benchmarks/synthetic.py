@@ -87,7 +87,7 @@ def main() -> None:
             lexical = store.search_lexical(query_texts[q], 100, conditions)
             scores = {c.chunk_id: c.score for c in dense}
             scores.update(store.dense_scores(queries[q], [c.chunk_id for c in lexical if c.chunk_id not in scores]))
-            return convex_combination(scores, {c.chunk_id: c.score for c in lexical}, 0.6)[:10]
+            return convex_combination(scores, {c.chunk_id: c.score for c in lexical}, Config().search.alpha)[:10]
 
         rows = [
             ("dense", timed(lambda q: store.search_dense(queries[q], 10))),

@@ -127,7 +127,7 @@ class StoreConfig(Section):
 class SearchConfig(Section):
     mode: Literal["hybrid", "dense", "lexical"] = Field("hybrid", description="default retrieval mode")
     fusion: Literal["convex", "rrf"] = Field("convex", description="how hybrid merges dense and BM25 rankings")
-    alpha: float = Field(0.6, ge=0.0, le=1.0, description="convex fusion: weight of the dense score")
+    alpha: float = Field(0.8, ge=0.0, le=1.0, description="convex fusion: weight of the dense score (tuned on SciFact train)")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
     candidates: int = Field(100, ge=1, description="candidates taken from each retriever before fusion")
     k: int = Field(5, ge=1, description="results returned when k is not given")
