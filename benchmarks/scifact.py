@@ -21,29 +21,17 @@ import numpy as np
 from ragloom import Config, Index
 from ragloom.eval.beir import load_beir
 from ragloom.eval.metrics import mean, per_query_metrics
+from ragloom.eval.runner import search_documents
 
 ROOT = Path(__file__).resolve().parent
-
-
-def doc_ranking(index: Index, query: str, depth: int = 100) -> tuple[dict[str, float], float]:
-    """Documents ranked by their best chunk, and the search time in ms."""
-    started = time.perf_counter()
-    hits = index.search(query, k=index.config.search.k_max)
-    elapsed = (time.perf_counter() - started) * 1000
-    docs: dict[str, float] = {}
-    for hit in hits:
-        if hit.doc_id not in docs:
-            docs[hit.doc_id] = float(len(hits) - len(docs))  # rank-preserving score
-        if len(docs) == depth:
-            break
-    return docs, elapsed
 
 
 def evaluate(index: Index, queries: dict[str, str], qrels) -> tuple[dict[str, float], list[float]]:
     run, times = {}, []
     for qid, text in queries.items():
-        run[qid], ms = doc_ranking(index, text)
-        times.append(ms)
+        started = time.perf_counter()
+        run[qid] = search_documents(index, text, 100, index.config.search.mode, depth=index.config.search.k_max)
+        times.append((time.perf_counter() - started) * 1000)
     values = per_query_metrics(qrels, run)
     return {name: mean(v) for name, v in values.items()}, times
 
