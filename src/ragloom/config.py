@@ -75,6 +75,10 @@ class ChunkingConfig(Section):
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
     chunk_overlap: int = Field(32, ge=0, description="tokens shared by neighbouring chunks (recursive)")
     sentence_splitter: Literal["punkt", "regex"] = Field("punkt", description="how sentences are found")
+    by_extension: dict[str, str] = Field(
+        default_factory=lambda: {".md": "markdown", ".markdown": "markdown"},
+        description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:

@@ -75,7 +75,7 @@ class Index:
             if recorded:
                 check_same_embedder(recorded, embedder, path)
             self._embedder = embedder
-        self._chunker: Chunker | None = None
+        self._chunkers: dict[str, Chunker] = {}
 
     @classmethod
     def open(
@@ -139,10 +139,21 @@ class Index:
 
     @property
     def chunker(self) -> Chunker:
-        if self._chunker is None:
+        """The configured chunking strategy."""
+        return self.chunker_for(None)
+
+    def chunker_for(self, path: Path | None) -> Chunker:
+        """The chunker for a file: ``chunking.by_extension`` may name another strategy."""
+        settings = self.config.chunking
+        strategy = settings.strategy
+        if path is not None:
+            strategy = settings.by_extension.get(path.suffix.lower(), strategy)
+        if strategy not in self._chunkers:
             embedder = self.embedder
-            self._chunker = create_chunker(self.config.chunking, embedder.count_tokens, embedder.token_offsets)
-        return self._chunker
+            self._chunkers[strategy] = create_chunker(
+                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
+            )
+        return self._chunkers[strategy]
 
     # -- ingest -------------------------------------------------------------------------------------
     def ingest(
@@ -218,7 +229,8 @@ class Index:
             return None
         digest = hashlib.sha256(data).hexdigest()
         existing = self.store.get_source(source)
-        policy = self.chunker.policy
+        chunker = self.chunker_for(file)
+        policy = chunker.policy
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
@@ -228,7 +240,7 @@ class Index:
             report.failed.append(FileFailure(source, str(exc)))
             return None
         report.warnings.extend(result.warnings)
-        chunks = [chunk for document in result.documents for chunk in self.chunker.chunk(document)]
+        chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=stat.st_mtime, size=stat.st_size,

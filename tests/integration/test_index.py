@@ -265,3 +265,16 @@ def test_derived_indexes_are_rebuilt_when_stale(tmp_path, embedder):
         generation = idx.store.catalog.generation()
         assert idx.store.matrix.generation == generation
         assert idx.store.lexical.generation() == generation
+
+
+def test_markdown_files_are_chunked_by_section_unless_told_otherwise(tmp_path, embedder):
+    docs = small_corpus(tmp_path / "docs")
+    with open_index(tmp_path / "by-section", embedder) as idx:
+        idx.ingest([docs])
+        hit = idx.search("request and response call", k=1, where={"doc_id": "ros.md"})[0]
+        assert hit.section == "ROS 2 communication > Services"
+        assert hit.metadata["section_path"] == ["ROS 2 communication", "Services"]
+    with open_index(tmp_path / "flat", embedder, chunking={"strategy": "recursive", "by_extension": {}}) as idx:
+        idx.ingest([docs])
+        hit = idx.search("request and response call", k=1, where={"doc_id": "ros.md"})[0]
+        assert hit.section == ""

@@ -38,12 +38,12 @@ def ingest_command(
     ctx: typer.Context,
     paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively)."),
     glob: Optional[list[str]] = typer.Option(None, "--glob", "-g", help="Only files matching this pattern, e.g. '**/*.md' (repeatable)."),
-    chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy: recursive, paragraph, sentence, markdown."),
+    chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed."""
-    overrides = {"chunking": {"strategy": chunker}} if chunker else {}
+    overrides = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
     with state(ctx).open_index(create=True, **overrides) as index:
         if quiet or as_json:
             report = index.ingest(paths, glob=glob)

@@ -42,7 +42,7 @@ def hits_table(hits: list[Hit], full: bool = False) -> Table:
     table = Table(show_lines=True)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
-    table.add_column("source")
+    table.add_column("source", overflow="fold")
     table.add_column("where")
     table.add_column("passage", ratio=1)
     for hit in hits:
