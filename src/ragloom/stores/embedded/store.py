@@ -10,8 +10,10 @@ is seen.
 from __future__ import annotations
 
 import fcntl
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
 import numpy as np
 
 from ...config import Config
@@ -86,24 +88,37 @@ class EmbeddedStore(CatalogBacked, Store):
 
     # -- freshness ----------------------------------------------------------------------------
     def _ensure_fresh(self, persist: bool = False) -> None:
+        """Rebuild stale derived indexes; only saved when no other process is writing."""
         generation = self.catalog.generation()
-        if self.matrix.generation != generation and not self.matrix.load(generation):
-            self.matrix.build(self.catalog, generation, self.dimension)
-            if persist or self._can_write():
-                self.matrix.save()
-        if self.lexical.generation() != generation and (persist or self._can_write()):
-            self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+        matrix_stale = self.matrix.generation != generation and not self.matrix.load(generation)
+        lexical_stale = self.lexical.generation() != generation
+        if not (matrix_stale or lexical_stale):
+            return
+        with self._write_lock_if_free(held=persist) as writable:
+            if matrix_stale:
+                self.matrix.build(self.catalog, generation, self.dimension)
+                if writable:
+                    self.matrix.save()
+            if lexical_stale and writable:
+                self.lexical.rebuild(self.catalog.iter_chunks(), generation)
 
-    def _can_write(self) -> bool:
-        """True when no other process holds the index's write lock."""
-        lock_path = self.path / "write.lock"
-        try:
-            with open(lock_path, "a") as handle:
+    @contextmanager
+    def _write_lock_if_free(self, held: bool) -> Iterator[bool]:
+        """Yield True while this process may write derived files: it already holds the
+        index's write lock (``held``), or it could take it without waiting."""
+        if held:
+            yield True
+            return
+        with open(self.path / "write.lock", "a") as handle:
+            try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
-            return True
-        except OSError:
-            return False
 
     # -- reading ------------------------------------------------------------------------------
     def count(self) -> int:
