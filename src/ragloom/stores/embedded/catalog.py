@@ -183,16 +183,11 @@ class Catalog:
 
     def cached_vectors(self, content_hashes: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(content_hashes))
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            for digest, blob in self.db.execute(
-                f"SELECT content_hash, vector FROM embeddings WHERE content_hash IN ({marks})", batch
-            ):
-                vector = np.frombuffer(blob, dtype=np.float32)
-                if vector.shape[0] == dimension:
-                    found[digest] = vector
+        query = "SELECT content_hash, vector FROM embeddings WHERE content_hash"
+        for digest, blob in self._select_in(query, content_hashes):
+            vector = np.frombuffer(blob, dtype=np.float32)
+            if vector.shape[0] == dimension:
+                found[digest] = vector
         return found
 
     # -- chunks -------------------------------------------------------------------------
@@ -200,15 +195,16 @@ class Catalog:
         return int(self.db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        by_id: dict[str, Chunk] = {}
-        unique = list(dict.fromkeys(chunk_ids))
+        rows = self._select_in(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id", chunk_ids)
+        by_id = {row[1]: _chunk_from_row(row) for row in rows}
+        return [by_id[i] for i in chunk_ids if i in by_id]
+
+    def _select_in(self, query: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``query + " IN (...)"`` over the distinct ``keys``, in batches SQLite accepts."""
+        unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), 500):
             batch = unique[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            for row in self.db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", batch):
-                chunk = _chunk_from_row(row)
-                by_id[chunk.id] = chunk
-        return [by_id[i] for i in chunk_ids if i in by_id]
+            yield from self.db.execute(f"{query} IN ({','.join('?' * len(batch))})", batch)
 
     def iter_chunks(self, source: str | None = None) -> Iterator[tuple[int, Chunk]]:
         """(row, chunk) pairs in row order, of one source or of all."""

@@ -75,16 +75,13 @@ class EmbeddedStore(CatalogBacked, Store):
             # The index was current before this batch: replay just the changed sources.
             for source, present in sorted(self._pending_lexical.items()):
                 if present:
-                    self.lexical.replace_source(source, self._rows_of(source))
+                    self.lexical.replace_source(source, self.catalog.iter_chunks(source=source))
                 else:
                     self.lexical.delete_source(source)
             self.lexical.commit(generation)
         self._pending_lexical.clear()
         self.catalog.prune_embeddings()
         self._ensure_fresh(persist=True)
-
-    def _rows_of(self, source: str) -> list[tuple[int, Chunk]]:
-        return list(self.catalog.iter_chunks(source=source))
 
     # -- freshness ----------------------------------------------------------------------------
     def _ensure_fresh(self, persist: bool = False) -> None:
