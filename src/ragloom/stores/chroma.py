@@ -153,6 +153,13 @@ class ChromaStore(VectorDBStore):
                 clauses.append(clause)
         return _all_of(clauses), residual
 
+    def close(self) -> None:
+        # Releases Chroma's shared system: its SQLite files (local) or its HTTP connections.
+        close = getattr(self.client, "close", None)  # chromadb >= 1.1
+        if close is not None:
+            close()
+        super().close()
+
     def disk_bytes(self) -> int:
         inside = self.data_dir is None or self.folder in self.data_dir.resolve().parents
         return super().disk_bytes() + (0 if inside else folder_bytes(self.data_dir))
