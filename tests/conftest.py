@@ -23,6 +23,12 @@ def embedder():
 
 
 @pytest.fixture(scope="session")
+def sample_docs() -> list[Path]:
+    """The sample corpus the demo ingests: one file per format (md, txt, pdf, html), sorted."""
+    return sorted((Path(__file__).resolve().parents[1] / "examples" / "sample_docs").iterdir())
+
+
+@pytest.fixture(scope="session")
 def python_bin() -> str:
     return sys.executable
 

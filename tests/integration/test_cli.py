@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -29,10 +30,8 @@ def run(*args: str, cwd: Path, check: bool = True, env: dict | None = None) -> s
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    from ragloom.samples import write_sample_corpus
-
-    write_sample_corpus(tmp_path / "docs")
+def workdir(tmp_path: Path, sample_docs: list[Path]) -> Path:
+    shutil.copytree(sample_docs[0].parent, tmp_path / "docs")
     return tmp_path
 
 

@@ -16,7 +16,6 @@ from ragloom.ingest.chunkers.recursive import RecursiveChunker
 from ragloom.ingest.chunkers.sentence import SentenceChunker
 from ragloom.ingest.loaders import load_file
 from ragloom.models import packaged_model_dir
-from ragloom.samples import write_sample_corpus
 from ragloom.types import Chunk, Document
 
 
@@ -346,10 +345,9 @@ def test_registry_builds_each_strategy(make, strategy: str, cls: type) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["recursive", "paragraph", "sentence", "markdown"])
-def test_sample_corpus_gives_several_chunks_per_file(tmp_path_factory, make, strategy: str) -> None:
-    folder = tmp_path_factory.mktemp("samples")
+def test_sample_corpus_gives_several_chunks_per_file(sample_docs: list[Path], make, strategy: str) -> None:
     chunker = make(strategy, size=256, overlap=32 if strategy == "recursive" else 0)
-    for path in write_sample_corpus(folder):
+    for path in sample_docs:
         [document] = load_file(path, str(path)).documents
         chunks = chunker.chunk(document)
         check_chunks(document, chunks)
@@ -358,8 +356,8 @@ def test_sample_corpus_gives_several_chunks_per_file(tmp_path_factory, make, str
         assert any("nodes communicate" in c.text for c in chunks) == (path.suffix == ".md")
 
 
-def test_pdf_sample_chunks_know_their_pages(tmp_path: Path, make) -> None:
-    path = next(p for p in write_sample_corpus(tmp_path) if p.suffix == ".pdf")
+def test_pdf_sample_chunks_know_their_pages(sample_docs: list[Path], make) -> None:
+    path = next(p for p in sample_docs if p.suffix == ".pdf")
     [document] = load_file(path, str(path)).documents
     chunks = make("recursive", size=256, overlap=32).chunk(document)
     assert {c.metadata["page"] for c in chunks} == {1, 2, 3}

@@ -16,10 +16,8 @@ from ragloom.ingest.loaders import is_supported, load_file, loader_for, supporte
 from ragloom.ingest.loaders.base import LoadResult, Loader
 from ragloom.ingest.loaders.decode import decode_bytes
 from ragloom.models import packaged_model_dir
-from ragloom.samples import write_sample_corpus
 from ragloom.testing.pdf import write_corrupt_pdf, write_pdf
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def load(path: Path) -> LoadResult:
@@ -295,11 +293,10 @@ def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.M
 # --- sample corpus -----------------------------------------------------------------------
 
 
-def test_sample_corpus_loads_cleanly_and_answers_the_readme_question(tmp_path: Path) -> None:
-    paths = write_sample_corpus(tmp_path / "docs")
-    assert {p.suffix for p in paths} == {".md", ".txt", ".pdf", ".html"}
+def test_sample_corpus_loads_cleanly_and_answers_the_readme_question(sample_docs: list[Path]) -> None:
+    assert {p.suffix for p in sample_docs} == {".md", ".txt", ".pdf", ".html"}
     documents = {}
-    for path in paths:
+    for path in sample_docs:
         result = load(path)
         assert result.warnings == []
         [documents[path.suffix]] = result.documents
@@ -310,10 +307,3 @@ def test_sample_corpus_loads_cleanly_and_answers_the_readme_question(tmp_path: P
         assert word in guide
     assert all(len(doc.text) > 3000 for doc in documents.values()), {k: len(d.text) for k, d in documents.items()}
 
-
-def test_committed_sample_docs_match_the_generator(tmp_path: Path) -> None:
-    generated = write_sample_corpus(tmp_path)
-    committed = REPO / "examples" / "sample_docs"
-    assert sorted(p.name for p in committed.iterdir()) == [p.name for p in generated]
-    for path in generated:
-        assert (committed / path.name).read_bytes() == path.read_bytes(), path.name
