@@ -308,7 +308,6 @@ def main() -> None:
         print(json.dumps(run_cell(dataset, variant, n, queries)))
         return
     scifact()  # embed once, before the cells time anything
-    rows = []
     cells = [f"synthetic:{s}" for s in STORES] + ["synthetic:qdrant-tmpfs"] + [f"scifact:{s}" for s in STORES]
     for cell in cells + ["hybrid"]:
         if cell in args.skip:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import warnings
 from pathlib import Path
 
 import numpy as np

@@ -8,7 +8,7 @@ import pytest
 from ragloom import registry
 from ragloom.config import Config, annotated_yaml, env_overrides
 from ragloom.errors import ConfigError, FilterError, UnknownComponentError, UnknownConfigKeyError
-from ragloom.filters import Condition, matches, parse_cli_filters, parse_where
+from ragloom.filters import matches, parse_cli_filters, parse_where
 from ragloom.retrieve.fusion import convex_combination, min_max, reciprocal_rank_fusion
 from ragloom.stores.base import Candidate, rank_candidates
 from ragloom.stores.embedded.matrix import top_k_indices
