@@ -1,8 +1,8 @@
 """Peak memory of embedding SciFact through ragloom's default ONNX path: whole abstracts against
 ragloom's default chunks of the same abstracts.
 
-Each variant runs in its own process, warmed up as benchmarks/peer_tools.py warms every peer
-(one full batch of 512-token texts), then embeds the texts handed over 256 at a time, as the
+Each variant runs in its own process, warmed up by the code that warms every peer in
+benchmarks/peers.py (one full batch of 512-token texts), then embeds the texts handed over 256 at a time, as the
 peer wrappers hand them. Peak RSS is read after the warm-up and after the embedding.
 
     python benchmarks/embed_memory.py [--docs 1024]
@@ -25,32 +25,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def abstracts(limit: int) -> list[str]:
-    texts = []
-    with DATA.open(encoding="utf-8") as lines:
-        for line in lines:
-            row = json.loads(line)
-            title = row.get("title") or ""
-            texts.append(f"{title}\n\n{row['text']}" if title.strip() else row["text"])
-            if len(texts) == limit:
-                break
-    return texts
-
-
 def measure(variant: str, limit: int) -> dict[str, float]:
-    from ragloom.config import ChunkingConfig, EmbedderConfig
-    from ragloom.embed import create_embedder
-    from ragloom.ingest.chunkers.base import create_chunker
-    from ragloom.types import Document
+    from peer_tools import warmed_up_model
 
-    embedder = create_embedder(EmbedderConfig())
-    embedder.embed_query("warm up")
-    embedder.embed_documents(["warm up " * 400] * embedder.batch_size)
+    from ragloom.config import ChunkingConfig
+    from ragloom.ingest.chunkers.base import create_chunker
+    from ragloom.ingest.loaders import load_file
+
+    embedder = warmed_up_model()
     warm = peak_rss_mb()
-    texts = abstracts(limit)
+    documents = load_file(DATA, DATA.name).documents[:limit]  # title, blank line, abstract
+    texts = [d.text for d in documents]
     if variant == "chunks":
         chunker = create_chunker(ChunkingConfig(), embedder.count_tokens, embedder.token_offsets)
-        documents = [Document(text=t, source="corpus.jsonl", doc_id=str(i)) for i, t in enumerate(texts)]
         texts = [d.text[s.start : s.end] for d in documents for s in chunker.spans(d)]
     tokens = sum(min(embedder.count_tokens(t), 510) + 2 for t in texts)
     for start in range(0, len(texts), HANDED_OVER):

@@ -68,15 +68,12 @@ def worker(tool_name: str, dataset: Path, workdir: Path, cache: Path | None) -> 
 
 
 def _corpus(dataset: Path, limit: list[str] | None) -> list[tuple[str, str]]:
-    """(doc_id, text) with the text built as ragloom's JSONL loader builds it."""
+    """(doc_id, text) with the text as ragloom's JSONL loader builds it (title, blank line, abstract)."""
+    from ragloom.ingest.loaders import load_file
+
     keep = set(limit) if limit else None
-    docs = []
-    for line in (dataset / "corpus.jsonl").open(encoding="utf-8"):
-        row = json.loads(line)
-        if keep is None or row["_id"] in keep:
-            title = row.get("title") or ""
-            docs.append((row["_id"], f"{title}\n\n{row['text']}" if title.strip() else row["text"]))
-    return docs
+    documents = load_file(dataset / "corpus.jsonl", "corpus.jsonl").documents
+    return [(d.doc_id, d.text) for d in documents if keep is None or d.doc_id in keep]
 
 
 def _versions(packages: tuple[str, ...]) -> dict[str, str]:
