@@ -9,7 +9,7 @@ import pytest
 
 from ragloom.config import Config
 from ragloom.filters import parse_where
-from ragloom.stores.base import create_store
+from ragloom.stores.base import create_store, folder_bytes
 from ragloom.stores.migrate import migrate
 from ragloom.stores.vectordb import VectorDBStore
 from ragloom.testing.conformance import LAYOUT, corpus_vector, record_for, synthetic_chunks, unit_vector, write_corpus
@@ -143,3 +143,21 @@ def test_migrate_command_copies_in_place_and_prints_the_config_change(tmp_path):
     copy = _open(tmp_path, "qdrant")
     assert copy.count() == 15 and len(copy.list_sources()) == 3
     copy.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_disk_size_counts_each_file_once(tmp_path, backend, monkeypatch):
+    pytest.importorskip({"chroma": "chromadb", "qdrant": "qdrant_client"}[backend])
+    monkeypatch.chdir(tmp_path)
+    inside = create_store(Path("index"), Config.from_dict({"store": {"backend": backend}}))  # a relative path
+    write_corpus(inside)
+    inside.flush()
+    assert inside.disk_bytes() == folder_bytes(Path("index"))
+    inside.close()
+
+    settings = {"backend": backend, backend: {"path": str(tmp_path / "elsewhere")}}
+    outside = create_store(Path("index2"), Config.from_dict({"store": settings}))
+    write_corpus(outside)
+    outside.flush()
+    assert outside.disk_bytes() == folder_bytes(Path("index2")) + folder_bytes(tmp_path / "elsewhere") > 0
+    outside.close()

@@ -22,7 +22,6 @@ from ..config import ChromaStoreConfig, Config
 from ..errors import MissingDependencyError, ServiceUnavailableError, StoreError
 from ..filters import Condition
 from ..types import Chunk
-from .base import folder_bytes
 from .vectordb import Neighbour, VectorDBStore, chunk_from_fields, encode_fields, unit_rows
 
 _FIELDS, _SOURCE, _HASH = "_rl_fields", "_rl_source", "_rl_hash"
@@ -159,10 +158,6 @@ class ChromaStore(VectorDBStore):
         if close is not None:
             close()
         super().close()
-
-    def disk_bytes(self) -> int:
-        inside = self.data_dir is None or self.folder in self.data_dir.resolve().parents
-        return super().disk_bytes() + (0 if inside else folder_bytes(self.data_dir))
 
 
 def _connect(settings: ChromaStoreConfig, data_dir: Path | None) -> Any:

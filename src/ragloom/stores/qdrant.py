@@ -23,7 +23,6 @@ from ..config import Config, QdrantStoreConfig
 from ..errors import AuthenticationError, MissingDependencyError, ServiceUnavailableError, StoreError
 from ..filters import Condition
 from ..types import Chunk
-from .base import folder_bytes
 from .vectordb import Neighbour, VectorDBStore, chunk_fields, chunk_from_fields, unit_rows
 
 #: Namespace of the UUIDs that stand for chunk ids (uuid5 of the chunk id in it).
@@ -179,10 +178,6 @@ class QdrantStore(VectorDBStore):
                 must.append(clause)
         native = self.models.Filter(must=must or None, must_not=must_not or None) if must or must_not else None
         return native, residual
-
-    def disk_bytes(self) -> int:
-        inside = self.data_dir is None or self.folder in self.data_dir.resolve().parents
-        return super().disk_bytes() + (0 if inside else folder_bytes(self.data_dir))
 
     def close(self) -> None:
         self.client.close()

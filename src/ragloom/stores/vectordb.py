@@ -67,6 +67,9 @@ class VectorDBStore(CatalogBacked, Store):
     Embedder identity, sources registry and audit log come from ``CatalogBacked``.
     """
 
+    #: Where a local vector database keeps its files (a backend sets it); None for a server.
+    data_dir: Path | None = None
+
     def __init__(self, folder: Path, threads: int = 0) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -285,7 +288,11 @@ class VectorDBStore(CatalogBacked, Store):
 
     # -- housekeeping -----------------------------------------------------------------------
     def disk_bytes(self) -> int:
-        return folder_bytes(self.folder)
+        """The index folder, plus the database's own files when they live elsewhere."""
+        total = folder_bytes(self.folder)
+        if self.data_dir is not None and not self.data_dir.resolve().is_relative_to(self.folder.resolve()):
+            total += folder_bytes(self.data_dir)
+        return total
 
     def close(self) -> None:
         self.lexical.close()
