@@ -142,10 +142,10 @@ class RagloomTool(Tool):
         from ragloom.eval.scratch import eval_config
         from ragloom.index import Index
 
-        self.index = Index.open(workdir / "index", eval_config(self.config, workdir / "index"))
         # The same counting (and, if asked, caching) wrapper as the peers get; the index
         # records the wrapped model's id, so the store sees the packaged model.
-        self.model = self.index._embedder = bge()
+        self.model = bge()
+        self.index = Index.open(workdir / "index", eval_config(self.config, workdir / "index"), embedder=self.model)
         started = time.perf_counter()
         self.index.ingest([corpus])
         self.ingest_seconds = time.perf_counter() - started

@@ -70,6 +70,7 @@ class Index:
         self.config = config
         self.store = store
         self._embedder: Embedder | None = None
+        self._owns_embedder = embedder is None  # one passed in is the caller's to close
         if embedder is not None:
             recorded = store.embedder_info()
             if recorded:
@@ -113,6 +114,8 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        if self._owns_embedder and self._embedder is not None:
+            self._embedder.close()
         self.store.close()
 
     # -- components -----------------------------------------------------------------------------

@@ -122,9 +122,8 @@ def _view(owner: Index, config: Config) -> Index:
     """The owner's store and embedder under another run's search settings."""
     if config.search == owner.config.search:
         return owner
-    view = Index(owner.path, owner.config.model_copy(update={"search": config.search}), owner.store)
-    view._embedder = owner.embedder  # one model in memory, not one per run
-    return view
+    # One model in memory, not one per run.
+    return Index(owner.path, owner.config.model_copy(update={"search": config.search}), owner.store, owner.embedder)
 
 
 def _run_interleaved(

