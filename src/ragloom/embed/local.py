@@ -16,7 +16,7 @@ import numpy as np
 from ..config import EmbedderConfig
 from ..errors import ModelNotFoundError
 from .base import Embedder, Kind, folder_model_name
-from .prefixes import model_prefixes
+from .prefixes import resolve_prefixes
 
 T = TypeVar("T")
 
@@ -45,7 +45,7 @@ class LocalEmbedder(Embedder):
         self.model_id = f"{self.provider}:{folder_model_name(folder) if folder.is_dir() else model}"
         self.batch_size = batch_size
         prompts = self._load(model, threads=threads, max_tokens=max_tokens, **options)
-        self.prefixes = resolve_local_prefixes(model, prompts, query_prefix, document_prefix)
+        self.prefixes = resolve_prefixes(model, query_prefix, document_prefix, prompts)
 
     @abstractmethod
     def _load(self, model: str, *, threads: int, max_tokens: int, **options: Any) -> Mapping[str, str]:
@@ -80,16 +80,3 @@ def load_model(provider: str, model: str, load: Callable[[], T]) -> T:
             f"{provider} could not load the model {model!r} ({type(exc).__name__}: {exc}); "
             "give a local folder, or run once while online so the model is downloaded to the cache"
         ) from exc
-
-
-def resolve_local_prefixes(
-    model: str, prompts: Mapping[str, str], query_prefix: str | None, document_prefix: str | None
-) -> dict[str, str]:
-    """Prefix per side: configured > the model's own prompts (sentence-transformers) > known rules."""
-    query, document = model_prefixes(model)
-    query = prompts.get("query", query)
-    document = prompts.get("document", prompts.get("passage", document))
-    return {
-        "query": query if query_prefix is None else query_prefix,
-        "document": document if document_prefix is None else document_prefix,
-    }

@@ -9,6 +9,7 @@ tag, local folder name). Cohere uses ``input_type`` instead and OpenAI models ne
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
@@ -34,10 +35,14 @@ def model_prefixes(model: str) -> tuple[str, str]:
 
 
 def resolve_prefixes(
-    model: str, query_prefix: str | None, document_prefix: str | None
+    model: str, query_prefix: str | None, document_prefix: str | None, prompts: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """Prefix per side: the configured one where given, else the model's own."""
+    """Prefix per side: the configured one where given, else the model's own prompts
+    (sentence-transformers' ``config_sentence_transformers.json``), else the known rules."""
     query, document = model_prefixes(model)
+    prompts = prompts or {}
+    query = prompts.get("query", query)
+    document = prompts.get("document", prompts.get("passage", document))
     return {
         "query": query if query_prefix is None else query_prefix,
         "document": document if document_prefix is None else document_prefix,

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..config import ChromaStoreConfig, Config
-from ..errors import MissingDependencyError, ServiceUnavailableError, StoreError
+from ..errors import ServiceUnavailableError, StoreError
 from ..filters import Condition
+from ..optional import require
 from ..types import Chunk
 from .vectordb import Neighbour, VectorDBStore, chunk_from_fields, encode_fields, unit_rows
 
@@ -161,12 +162,8 @@ class ChromaStore(VectorDBStore):
 
 
 def _connect(settings: ChromaStoreConfig, data_dir: Path | None) -> Any:
-    try:
-        import chromadb
-        from chromadb.config import Settings
-    except ImportError:
-        raise MissingDependencyError("chromadb", "chroma", "the chroma store") from None
-    quiet = Settings(anonymized_telemetry=False)
+    chromadb = require("chromadb", extra="chroma", feature="the chroma store")
+    quiet = chromadb.config.Settings(anonymized_telemetry=False)
     if data_dir is not None:
         data_dir.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(data_dir), settings=quiet)

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, QdrantStoreConfig
-from ..errors import AuthenticationError, MissingDependencyError, ServiceUnavailableError, StoreError
+from ..errors import AuthenticationError, ServiceUnavailableError, StoreError
 from ..filters import Condition
+from ..optional import require
 from ..types import Chunk
 from .vectordb import Neighbour, VectorDBStore, chunk_fields, chunk_from_fields, unit_rows
 
@@ -239,18 +240,17 @@ def _chunk(payload: dict[str, Any]) -> Chunk:
 
 
 def _connect(settings: QdrantStoreConfig, data_dir: Path | None) -> Any:
-    try:
-        from qdrant_client import QdrantClient
-    except ImportError:
-        raise MissingDependencyError("qdrant-client", "qdrant", "the qdrant store") from None
+    qdrant_client = require("qdrant_client", extra="qdrant", feature="the qdrant store", package="qdrant-client")
     if data_dir is not None:
         data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            return QdrantClient(path=str(data_dir))
+            return qdrant_client.QdrantClient(path=str(data_dir))
         except RuntimeError as exc:  # local mode locks its folder
             raise StoreError(f"{data_dir} is in use by another Qdrant client ({exc}); close it first") from None
     api_key = settings.api_key or os.environ.get("QDRANT_API_KEY") or None
-    client = QdrantClient(url=settings.url, api_key=api_key, prefer_grpc=settings.prefer_grpc, timeout=settings.timeout)
+    client = qdrant_client.QdrantClient(
+        url=settings.url, api_key=api_key, prefer_grpc=settings.prefer_grpc, timeout=settings.timeout
+    )
     try:
         client.get_collections()
     except Exception as exc:  # the client raises transport-specific errors

@@ -22,6 +22,7 @@ from ragloom.embed.base import folder_model_name
 from ragloom.embed.prefixes import BGE_QUERY_INSTRUCTION, model_prefixes
 from ragloom.errors import ConfigError, MissingDependencyError
 from ragloom.retrieve.rerankers.cohere import CohereReranker
+from ragloom.stores.base import create_store
 from ragloom.testing.fakes import FakeCohere
 
 PASSAGES = [
@@ -110,6 +111,16 @@ def test_fastembed_missing_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "fastembed", None)
     with pytest.raises(MissingDependencyError, match=r"pip install 'ragloom\[fastembed\]'"):
         create_embedder(EmbedderConfig(provider="fastembed"))
+
+
+@pytest.mark.parametrize(("backend", "module", "package"), [("chroma", "chromadb", "chromadb"),
+                                                            ("qdrant", "qdrant_client", "qdrant-client")])
+def test_a_store_missing_its_client_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str, module: str, package: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingDependencyError, match=rf"'{package}'.*pip install 'ragloom\[{backend}\]'"):
+        create_store(tmp_path / "index", Config.from_dict({"store": {"backend": backend}}))
 
 
 @pytest.mark.parametrize(
