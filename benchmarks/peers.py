@@ -29,6 +29,8 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from peer_tools import TOOLS
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results" / "peers"
 DATASET = ROOT.parent.parent / "shared" / "datasets" / "scifact"
@@ -235,8 +237,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--split", default="test")
-    parser.add_argument("--tools", default=",".join(["ragloom-default", "ragloom-best", "chromadb", "langchain",
-                                                     "llamaindex"]))
+    parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--embed-cache", action="store_true", help="share document vectors between tools")
     parser.add_argument("--keep-cache", action="store_true", help="keep the cache of an earlier run")
     parser.add_argument("--seed-cache-from", type=Path, action="append", default=[],

@@ -105,8 +105,6 @@ def main(argv: Optional[list[str]] = None) -> None:
         except (typer.Abort, KeyboardInterrupt):
             err_console.print("[yellow]interrupted[/]")
             sys.exit(130)
-        except typer.Exit as exc:
-            sys.exit(exc.exit_code)
         except Exception as exc:  # click's usage errors
             import click
 

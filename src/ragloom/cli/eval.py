@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..config import Config
 from ..errors import QueryError
-from .app import console, display_path, err_console, state
-from .ingest import _RichProgress
+from .app import console, display_path, state
+from .ingest import _RichProgress, progress_bars
 
 if TYPE_CHECKING:
     from ..eval.runner import RunSpec
@@ -92,11 +91,6 @@ def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunS
     return specs
 
 
-def _progress(quiet: bool) -> Progress:
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    return Progress(*columns, console=err_console, transient=True, disable=quiet)
-
-
 def _beir_eval(specs: list[RunSpec], dataset: Path, split: str, k: int, out: Path, cache: Path, quiet: bool) -> None:
     from ..eval.beir import load_beir
     from ..eval.report import rich_tables, write_reports
@@ -111,7 +105,7 @@ def _beir_eval(specs: list[RunSpec], dataset: Path, split: str, k: int, out: Pat
         def done(self, run: str) -> None:
             bar.update(self.task, advance=1)
 
-    with _progress(quiet) as bar:
+    with progress_bars(quiet) as bar:
         result = evaluate_beir(data, specs, cache, k=k, ingest_progress=_RichProgress(bar), query_progress=_Queries())
     for table in rich_tables(result):
         _print_wide(table)
@@ -131,7 +125,7 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
     results = []
     for spec in specs:
         if folder is not None:
-            with _progress(quiet) as bar:
+            with progress_bars(quiet) as bar:
                 index, _ = open_scratch_index(folder, spec.config, cache, _RichProgress(bar))
         else:
             index = Index.open(spec.config.index, spec.config, create=False)

@@ -34,6 +34,12 @@ class _RichProgress(IngestProgress):
         self.progress.update(self.embed_task, advance=chunks)
 
 
+def progress_bars(quiet: bool = False) -> Progress:
+    """Transient progress bars on stderr (none when ``quiet``)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, console=err_console, transient=True, disable=quiet)
+
+
 def ingest_command(
     ctx: typer.Context,
     paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively)."),
@@ -48,8 +54,7 @@ def ingest_command(
         if quiet or as_json:
             report = index.ingest(paths, glob=glob)
         else:
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress(*columns, console=err_console, transient=True) as progress:
+            with progress_bars() as progress:
                 report = index.ingest(paths, glob=glob, progress=_RichProgress(progress))
     if as_json:
         console.print_json(json.dumps({**report.summary(), "failures": [f.__dict__ for f in report.failed],

@@ -109,3 +109,4 @@ def test_an_index_closes_the_embedder_it_made_but_not_one_passed_in(corpus: Path
         with Index.open(tmp_path / "index", config=settings, embedder=passed) as index:
             assert Path(index.search("Kalman filter covariance", k=1, mode="dense")[0].source).name == "kalman.txt"
         assert passed.embed_query("Kalman").shape == (64,)
+        passed.close()

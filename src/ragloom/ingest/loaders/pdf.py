@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from ...errors import CorruptDocumentError
 from ...types import Document
 from .base import LoadResult, Loader
-from .decode import empty_result
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -21,8 +20,6 @@ class PdfLoader(Loader):
     extensions = (".pdf",)
 
     def load(self, path: Path, source: str) -> LoadResult:
-        if path.stat().st_size == 0:
-            return empty_result(source)
         pages, title = _read_pages(path, source)
         text, page_starts = join_pages(pages)
         if not text.strip():
