@@ -80,18 +80,21 @@ class MetadataColumns:
         return _Column(number, np.array(texts, dtype=str) if n else np.zeros(0, dtype=str), is_text, boolean, lists)
 
     def _holds(self, column: _Column, condition: Condition, n: int) -> np.ndarray:
-        op, value = condition.op, condition.value
-        if op == "$ne":
-            result = ~self._holds(column, Condition(condition.key, "$eq", value), n)
-        elif op == "$in":
-            result = np.zeros(n, dtype=bool)
-            for item in value:
-                result |= self._holds(column, Condition(condition.key, "$eq", item), n)
-        else:
-            result = _compare(column, op, value, n)
-        for i, elements in column.lists.items():
+        result = _holds_scalar(column, condition.op, condition.value, n)
+        for i, elements in column.lists.items():  # list values: the element-wise rules of ``matches``
             result[i] = matches({condition.key: elements}, [condition])
         return result
+
+
+def _holds_scalar(column: _Column, op: str, value: Any, n: int) -> np.ndarray:
+    if op == "$ne":
+        return ~_compare(column, "$eq", value, n)
+    if op == "$in":
+        result = np.zeros(n, dtype=bool)
+        for item in value:
+            result |= _compare(column, "$eq", item, n)
+        return result
+    return _compare(column, op, value, n)
 
 
 def _compare(column: _Column, op: str, value: Any, n: int) -> np.ndarray:
