@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import fnmatch
 import hashlib
 import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,6 @@ import numpy as np
 from .config import Config
 from .embed.base import Embedder, create_embedder
 from .errors import (
-    IndexLockedError,
     IndexNotFoundError,
     LoaderError,
     ModelMismatchError,
@@ -33,7 +30,7 @@ from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
-from .stores.base import AuditEntry, Candidate, Store, create_store, rank_candidates
+from .stores.base import AuditEntry, Candidate, Store, create_store, exclusive_write_lock, rank_candidates
 from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
@@ -174,7 +171,7 @@ class Index:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         plan, folders = self._plan(paths, glob, report)
-        with self._write_lock():
+        with exclusive_write_lock(self.path):
             self._record_embedder()
             progress.files(len(plan))
             seen: set[str] = set()
@@ -295,26 +292,11 @@ class Index:
                 "config": self.config.embedder.model_dump(),
             })
 
-    @contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / "write.lock", "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                raise IndexLockedError(
-                    f"another process is writing to the index at {self.path}; wait for it to finish"
-                ) from None
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
         target = str(Path(path).expanduser().resolve())
-        with self._write_lock():
+        with exclusive_write_lock(self.path):
             removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
             if not removed:
                 raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")

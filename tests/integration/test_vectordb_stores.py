@@ -9,7 +9,7 @@ import pytest
 
 from ragloom.config import Config
 from ragloom.filters import parse_where
-from ragloom.stores.base import create_store, folder_bytes
+from ragloom.stores.base import create_store, folder_bytes, write_lock_if_free
 from ragloom.stores.migrate import migrate
 from ragloom.stores.vectordb import VectorDBStore
 from ragloom.testing.conformance import LAYOUT, corpus_vector, record_for, synthetic_chunks, unit_vector, write_corpus
@@ -136,6 +136,10 @@ def test_migrate_command_copies_in_place_and_prints_the_config_change(tmp_path):
     origin.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
     command = [sys.executable, "-m", "ragloom", "--index", str(tmp_path / "index"), "migrate", "--to", "qdrant"]
+    with write_lock_if_free(tmp_path / "index") as held:  # as an ingest into the index would
+        assert held
+        busy = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert busy.returncode == 1 and "another process is writing to the index" in busy.stderr, busy.stderr
     report = subprocess.run([*command, "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
     assert json.loads(report.stdout) == {**json.loads(report.stdout), "copied": 3, "chunks": 15}
     again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=True)

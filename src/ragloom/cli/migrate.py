@@ -12,7 +12,7 @@ import yaml
 from .. import registry
 from ..config import Config
 from ..errors import RagloomError
-from ..stores.base import create_store
+from ..stores.base import create_store, exclusive_write_lock
 from .app import console, state
 
 
@@ -53,12 +53,13 @@ def migrate_command(
         raise RagloomError(f"the index is already in the {to} store; pass --index-out DIR or backend options")
     origin_store = create_store(source_dir, _with_backend(config, origin_backend, {}))
     try:
-        target_store = create_store(target_dir, target_config)
-        try:
-            report = migrate(origin_store, target_store,
-                             progress=None if as_json else lambda p, n: console.print(f"  {p}: {n} chunks", highlight=False))
-        finally:
-            target_store.close()
+        with exclusive_write_lock(target_dir):  # no ingest into the copy meanwhile
+            target_store = create_store(target_dir, target_config)
+            try:
+                report = migrate(origin_store, target_store, progress=None if as_json else
+                                 lambda p, n: console.print(f"  {p}: {n} chunks", highlight=False))
+            finally:
+                target_store.close()
     finally:
         origin_store.close()
     if as_json:

@@ -8,9 +8,11 @@ lexical search. Ties are broken by chunk id, ascending, so results are determini
 
 from __future__ import annotations
 
+import fcntl
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import numpy as np
 
 from .. import registry
 from ..config import Config
+from ..errors import IndexLockedError
 from ..filters import Condition
 from ..types import Chunk, SourceRecord
 
@@ -137,6 +140,33 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""
+
+
+@contextmanager
+def write_lock_if_free(folder: Path) -> Iterator[bool]:
+    """Take the index's write lock (``folder/write.lock``) without waiting; yield whether this
+    process holds it. Ingest, removal and migration write only while holding it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "write.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except OSError:
+            held = False
+        try:
+            yield held
+        finally:
+            if held:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def exclusive_write_lock(folder: Path) -> Iterator[None]:
+    """The index's write lock, or IndexLockedError when another process holds it."""
+    with write_lock_if_free(folder) as held:
+        if not held:
+            raise IndexLockedError(f"another process is writing to the index at {folder}; wait for it to finish")
+        yield
 
 
 def folder_bytes(folder: Path) -> int:

@@ -9,7 +9,6 @@ is seen.
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +19,7 @@ from ...config import Config
 from ...errors import StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import Candidate, Store, folder_bytes
+from ..base import Candidate, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
 from .catalog import Catalog
 from .columns import MetadataColumns
@@ -106,16 +105,8 @@ class EmbeddedStore(CatalogBacked, Store):
         if held:
             yield True
             return
-        with open(self.path / "write.lock", "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with write_lock_if_free(self.path) as free:
+            yield free
 
     # -- reading ------------------------------------------------------------------------------
     def count(self) -> int:
