@@ -175,6 +175,15 @@ def test_keyword_test_set(tmp_path: Path) -> None:
     assert failure["top1_unmet"] == ["keyword 'conda'"] and failure["first_passing_rank"] is None
     assert "conda" in done.stdout and "75.0%" in done.stdout
 
+    # Runs that differ only in search settings share the scratch index (and the model).
+    both = ragloom("eval", "docs", "--keywords", "cases.yaml", "--config", "md.yaml", "--mode", "hybrid",
+                   "--mode", "lexical", "--out", "out2", "--cache-dir", "cache", "--quiet", cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    runs = json.loads((tmp_path / "out2" / "keywords-cases.json").read_text())
+    assert [r["name"] for r in runs] == ["hybrid", "lexical"] and all(r["cases"] == 4 for r in runs)
+    assert runs[0]["top1_accuracy"] == result["top1_accuracy"]
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+
 
 def test_keyword_files_in_jsonl_and_their_errors(tmp_path: Path) -> None:
     good = tmp_path / "cases.jsonl"

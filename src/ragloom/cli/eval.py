@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -118,18 +119,27 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
                   fail_under: Optional[float], quiet: bool) -> None:
     from ..eval.keywords import evaluate_keywords, load_keyword_cases
     from ..eval.report import keyword_table
-    from ..eval.scratch import open_scratch_index
+    from ..eval.runner import search_view
+    from ..eval.scratch import eval_config, index_key, open_scratch_index
     from ..index import Index
 
     cases = load_keyword_cases(file)
     results = []
-    for spec in specs:
-        if folder is not None:
-            with progress_bars(quiet) as bar:
-                index, _ = open_scratch_index(folder, spec.config, cache, _RichProgress(bar))
-        else:
-            index = Index.open(spec.config.index, spec.config, create=False)
-        with index:
+    with ExitStack() as stack:
+        indexes: dict[str, Index] = {}  # runs that differ only in search settings share one index
+        for spec in specs:
+            if folder is not None:
+                key = index_key(folder, spec.config)
+                if key not in indexes:
+                    with progress_bars(quiet) as bar:
+                        indexes[key], _ = open_scratch_index(folder, spec.config, cache, _RichProgress(bar))
+                    stack.callback(indexes[key].close)
+                index = search_view(indexes[key], eval_config(spec.config, indexes[key].path))
+            else:
+                key = str(Path(spec.config.index).expanduser().resolve())
+                if key not in indexes:
+                    indexes[key] = stack.enter_context(Index.open(spec.config.index, spec.config, create=False))
+                index = search_view(indexes[key], spec.config)
             results.append(evaluate_keywords(index, cases, k=index.clamp_k(k), mode=spec.mode, name=spec.name))
     _print_wide(keyword_table(results))
     for result in results:

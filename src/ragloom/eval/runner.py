@@ -106,7 +106,7 @@ def evaluate_beir(
                 stack.callback(index.close)
                 owners[key] = (index, build)
             owner, build = owners[key]
-            views.append(_view(owner, eval_config(spec.config, owner.path)))
+            views.append(search_view(owner, eval_config(spec.config, owner.path)))
             results.append(RunResult(spec.name, spec.mode, spec.config_file, build))
         _run_interleaved(dataset, specs, views, results, k, query_progress)
     for result in results:
@@ -118,7 +118,7 @@ def evaluate_beir(
     return EvalResult(dataset.name, dataset.split, k, len(dataset.queries), results, p_values)
 
 
-def _view(owner: Index, config: Config) -> Index:
+def search_view(owner: Index, config: Config) -> Index:
     """The owner's store and embedder under another run's search settings."""
     if config.search == owner.config.search:
         return owner
