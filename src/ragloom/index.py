@@ -275,7 +275,9 @@ class Index:
         if todo:
             texts = [chunks[i].text for i in todo.values()]
             progress.embedding(len(texts))
+            started = time.perf_counter()
             fresh = embedder.embed_documents(texts, progress=progress.embedded)
+            report.embed_seconds += time.perf_counter() - started
             by_hash = dict(zip(todo, fresh))
             for i, chunk in enumerate(chunks):
                 if chunk.content_hash in by_hash:

@@ -156,6 +156,8 @@ class IngestReport:
     chunks_embedded: int = 0
     tokens_embedded: int = 0
     seconds: float = 0.0
+    #: Of ``seconds``, the time spent in the embedder.
+    embed_seconds: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -136,11 +136,19 @@ class KeywordResult:
     def topk_accuracy(self) -> float:
         return self.topk_passed / self.cases if self.cases else 0.0
 
+    @property
+    def latency_p50(self) -> float:
+        return percentile(self.latencies_ms, 50)
+
+    @property
+    def latency_p95(self) -> float:
+        return percentile(self.latencies_ms, 95)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "mode": self.mode, "k": self.k, "cases": self.cases,
             "top1_accuracy": self.top1_accuracy, "topk_accuracy": self.topk_accuracy,
-            "latency_ms_p50": percentile(self.latencies_ms, 50), "latency_ms_p95": percentile(self.latencies_ms, 95),
+            "latency_ms_p50": self.latency_p50, "latency_ms_p95": self.latency_p95,
             "failures": [asdict(f) for f in self.failures],
         }
 

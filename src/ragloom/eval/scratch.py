@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -87,31 +86,6 @@ class BuildInfo:
         return {**asdict(self), "tokens_per_second": round(self.tokens_per_second, 1)}
 
 
-class _TimedProgress(IngestProgress):
-    """Forwards to the caller's progress and adds up the wall time spent embedding."""
-
-    def __init__(self, inner: IngestProgress) -> None:
-        self.inner = inner
-        self.embed_seconds = 0.0
-        self._mark = 0.0
-
-    def files(self, total: int) -> None:
-        self.inner.files(total)
-
-    def file_done(self, path: str, status: str) -> None:
-        self.inner.file_done(path, status)
-
-    def embedding(self, chunks: int) -> None:
-        self._mark = time.perf_counter()
-        self.inner.embedding(chunks)
-
-    def embedded(self, chunks: int) -> None:
-        now = time.perf_counter()
-        self.embed_seconds += now - self._mark
-        self._mark = now
-        self.inner.embedded(chunks)
-
-
 def open_scratch_index(
     source: Path,
     config: Config,
@@ -128,25 +102,24 @@ def open_scratch_index(
     if shard_corpus:
         paths[0], documents = write_corpus_shards(source, folder / "corpus")
     index = Index.open(folder / "index", eval_config(config, folder / "index"))
-    timer = _TimedProgress(progress or IngestProgress())
     try:
-        report = index.ingest(paths, progress=timer)
+        report = index.ingest(paths, progress=progress)
     except BaseException:
         index.close()
         raise
-    info = _record_build(folder, report, timer.embed_seconds)
+    info = _record_build(folder, report)
     info.chunks, info.documents = index.store.count(), documents
     return index, info
 
 
-def _record_build(folder: Path, report: IngestReport, embed_seconds: float) -> BuildInfo:
+def _record_build(folder: Path, report: IngestReport) -> BuildInfo:
     """Add this run's work to the build totals kept next to the index (a resumed build sums up)."""
     file = folder / _BUILD_FILE
     totals = json.loads(file.read_text()) if file.is_file() else {}
     if report.chunks_embedded or report.added or report.updated or not totals:
         totals = {
             "build_seconds": totals.get("build_seconds", 0.0) + report.seconds,
-            "build_embed_seconds": totals.get("build_embed_seconds", 0.0) + embed_seconds,
+            "build_embed_seconds": totals.get("build_embed_seconds", 0.0) + report.embed_seconds,
             "build_tokens": totals.get("build_tokens", 0) + report.tokens_embedded,
             "build_chunks": totals.get("build_chunks", 0) + report.chunks_embedded,
         }

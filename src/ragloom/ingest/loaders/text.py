@@ -34,6 +34,6 @@ class TextLoader(TextFileLoader):
         return LoadResult([single_document(text, path, source, title=path.stem)])
 
 
-def single_document(text: str, path: Path, source: str, title: str, **metadata: object) -> Document:
+def single_document(text: str, path: Path, source: str, title: str) -> Document:
     """The one document of a single-document file; its id is the file name."""
-    return Document(text=text, source=source, doc_id=path.name, title=title, metadata=dict(metadata))
+    return Document(text=text, source=source, doc_id=path.name, title=title)
