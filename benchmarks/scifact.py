@@ -21,7 +21,7 @@ import numpy as np
 from ragloom import Config, Index
 from ragloom.eval.beir import load_beir
 from ragloom.eval.metrics import mean, per_query_metrics
-from ragloom.eval.runner import search_documents
+from ragloom.eval.runner import search_documents, search_view
 
 ROOT = Path(__file__).resolve().parent
 
@@ -36,9 +36,10 @@ def evaluate(index: Index, queries: dict[str, str], qrels) -> tuple[dict[str, fl
     return {name: mean(v) for name, v in values.items()}, times
 
 
-def view(path: Path, base: Config, **search) -> Index:
-    config = base.model_copy(update={"search": base.search.model_copy(update=search)})
-    return Index.open(path, config, create=False)
+def view(index: Index, **search) -> Index:
+    """The open index under other search settings (same store, same model in memory)."""
+    settings = index.config.search.model_copy(update=search)
+    return search_view(index, index.config.model_copy(update={"search": settings}))
 
 
 def main() -> None:
@@ -58,42 +59,43 @@ def main() -> None:
             report_file.parent.mkdir(parents=True, exist_ok=True)
             report_file.write_text(json.dumps(report.summary()))
         stats = index.stats()
-    ingest = json.loads(report_file.read_text()) if report_file.exists() else report.summary()
-    print(f"SciFact: {stats.sources} source, {stats.chunks} chunks, {stats.embedder}, "
-          f"{os.cpu_count()} cores")
-    print(f"ingest: {ingest['seconds']:.0f} s, {ingest['tokens_embedded']:,} tokens embedded "
-          f"({ingest['tokens_embedded'] / ingest['seconds']:.0f} tokens/s end to end)\n")
+        ingest = json.loads(report_file.read_text()) if report_file.exists() else report.summary()
+        print(f"SciFact: {stats.sources} source, {stats.chunks} chunks, {stats.embedder}, "
+              f"{os.cpu_count()} cores")
+        print(f"ingest: {ingest['seconds']:.0f} s, {ingest['tokens_embedded']:,} tokens embedded "
+              f"({ingest['tokens_embedded'] / ingest['seconds']:.0f} tokens/s end to end)\n")
 
-    # Tune on train: convex weight and RRF, nDCG@10.
-    print("hybrid tuning on the train queries (nDCG@10):")
-    tuning = {}
-    for alpha in [float(a) for a in args.alphas.split(",")]:
-        with view(index_path, base, mode="hybrid", fusion="convex", alpha=alpha) as idx:
+        # Tune on train: convex weight and RRF, nDCG@10.
+        print("hybrid tuning on the train queries (nDCG@10):")
+        tuning = {}
+        for alpha in [float(a) for a in args.alphas.split(",")]:
+            idx = view(index, mode="hybrid", fusion="convex", alpha=alpha)
             tuning[f"convex alpha={alpha}"] = evaluate(idx, train.queries, train.qrels)[0]["nDCG@10"]
-    with view(index_path, base, mode="hybrid", fusion="rrf") as idx:
-        tuning["rrf k=60"] = evaluate(idx, train.queries, train.qrels)[0]["nDCG@10"]
-    for name, value in tuning.items():
-        print(f"  {name:<20} {value:.4f}")
-    best = max(tuning, key=tuning.get)
-    print(f"  best on train: {best}\n")
+        rrf = view(index, mode="hybrid", fusion="rrf")
+        tuning["rrf k=60"] = evaluate(rrf, train.queries, train.qrels)[0]["nDCG@10"]
+        for name, value in tuning.items():
+            print(f"  {name:<20} {value:.4f}")
+        best = max(tuning, key=tuning.get)
+        print(f"  best on train: {best}\n")
 
-    configs = {
-        "dense": {"mode": "dense"},
-        "lexical (BM25)": {"mode": "lexical"},
-        "hybrid rrf": {"mode": "hybrid", "fusion": "rrf"},
-        "hybrid (default config)": {"mode": Config().search.mode, "fusion": Config().search.fusion,
-                                    "alpha": Config().search.alpha},
-    }
-    if best.startswith("convex"):
-        configs[f"hybrid {best} (tuned)"] = {"mode": "hybrid", "fusion": "convex", "alpha": float(best.split("=")[1])}
-    print("| SciFact test (300 queries) | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |")
-    print("|---|---|---|---|---|---|")
-    for name, search in configs.items():
-        with view(index_path, base, **search) as idx:
+        configs = {
+            "dense": {"mode": "dense"},
+            "lexical (BM25)": {"mode": "lexical"},
+            "hybrid rrf": {"mode": "hybrid", "fusion": "rrf"},
+            "hybrid (default config)": {"mode": Config().search.mode, "fusion": Config().search.fusion,
+                                        "alpha": Config().search.alpha},
+        }
+        if best.startswith("convex"):
+            tuned = {"mode": "hybrid", "fusion": "convex", "alpha": float(best.split("=")[1])}
+            configs[f"hybrid {best} (tuned)"] = tuned
+        print("| SciFact test (300 queries) | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |")
+        print("|---|---|---|---|---|---|")
+        for name, search in configs.items():
+            idx = view(index, **search)
             idx.search("warm up", k=1)
             means, times = evaluate(idx, test.queries, test.qrels)
-        print(f"| {name} | {means['nDCG@10']:.4f} | {means['recall@100']:.4f} | {means['MRR@10']:.4f} | "
-              f"{np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} |")
+            print(f"| {name} | {means['nDCG@10']:.4f} | {means['recall@100']:.4f} | {means['MRR@10']:.4f} | "
+                  f"{np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} |")
 
 
 if __name__ == "__main__":
