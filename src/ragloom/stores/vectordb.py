@@ -151,12 +151,12 @@ class VectorDBStore(CatalogBacked, Store):
         self._journal(record.path, None)
 
     def delete_source(self, path: str) -> int:
-        if self.catalog.get_source(path) is None and not self._ids_of_source(path):
+        stale = self._ids_of_source(path)
+        if self.catalog.get_source(path) is None and not stale:
             return 0
         self._note_lexical(path, None)
         entry: dict[str, Any] = {"chunks": {}, "record": None}
         self._journal(path, entry)
-        stale = self._ids_of_source(path)
         try:
             self._remove(stale)
             self.catalog.delete_source(path)
