@@ -140,28 +140,26 @@ class QdrantStore(VectorDBStore):
         return found
 
     def _scan(self) -> Iterator[list[Chunk]]:
+        for points in self._pages(None, True, False):
+            yield [_chunk(p.payload) for p in points]
+
+    def _scroll(self, where: Any, fields: list[str], vectors: bool) -> list[Any]:
+        return [point for points in self._pages(where, fields, vectors) for point in points]
+
+    def _pages(self, where: Any, payload: bool | list[str], vectors: bool) -> Iterator[list[Any]]:
+        """The points matching ``where``, a page of up to 1,024 at a time."""
         if not self._ready:
             return
         offset = None
         while True:
-            points, offset = self.client.scroll(self.collection, limit=1024, offset=offset, with_payload=True)
-            if points:
-                yield [_chunk(p.payload) for p in points]
-            if offset is None:
-                return
-
-    def _scroll(self, where: Any, fields: list[str], vectors: bool) -> list[Any]:
-        if not self._ready:
-            return []
-        found, offset = [], None
-        while True:
             points, offset = self.client.scroll(
                 self.collection, scroll_filter=where, limit=1024, offset=offset,
-                with_payload=fields, with_vectors=vectors,
+                with_payload=payload, with_vectors=vectors,
             )
-            found.extend(points)
+            if points:
+                yield points
             if offset is None:
-                return found
+                return
 
     def _count(self) -> int:
         return int(self.client.count(self.collection, exact=True).count) if self._ready else 0
