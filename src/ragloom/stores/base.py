@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import registry
 from ..config import Config
-from ..errors import IndexLockedError
+from ..errors import IndexLockedError, StoreError
 from ..filters import Condition
 from ..types import Chunk, SourceRecord
 
@@ -122,6 +122,13 @@ class Store(ABC):
     @abstractmethod
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of these chunks (for fusion)."""
+
+    def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
+        """Every chunk of one source with its vector, in document order (for ``migrate``)."""
+        raise StoreError(
+            f"the {self.name or type(self).__name__} store cannot list a source's chunks; "
+            "give it an export_source(path) method to migrate from it"
+        )
 
     # -- audit --------------------------------------------------------------------------
     @abstractmethod

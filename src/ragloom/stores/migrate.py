@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 
-from ..errors import ModelMismatchError, StoreError
-from ..types import Chunk
+from ..errors import ModelMismatchError
 from .base import Store
 
 
@@ -43,7 +41,7 @@ def migrate(origin: Store, target: Store, progress: Callable[[str, int], None] |
         if target.get_source(record.path) == record:
             report.unchanged.append(record.path)
             continue
-        chunks, vectors = source_contents(origin, record.path)
+        chunks, vectors = origin.export_source(record.path)
         target.replace_source(record, chunks, vectors)
         report.copied.append(record.path)
         report.chunks += len(chunks)
@@ -73,23 +71,3 @@ def _copy_identity(origin: Store, target: Store) -> None:
             f"the origin has {info.get('model_id')} ({info.get('dimension')}-d); migrate into an empty "
             "collection (another collection name or index directory)"
         )
-
-
-def source_contents(store: Store, path: str) -> tuple[list[Chunk], np.ndarray]:
-    """One source's chunks and their vectors, read from any built-in store."""
-    exporter = getattr(store, "export_source", None)
-    if exporter is not None:
-        return exporter(path)
-    catalog = getattr(store, "catalog", None)  # the embedded store keeps chunks in its SQLite catalog
-    if catalog is None or not hasattr(catalog, "iter_chunks"):
-        raise StoreError(
-            f"the {store.name or type(store).__name__} store cannot list a source's chunks; "
-            "give it an export_source(path) method to migrate from it"
-        )
-    chunks = [chunk for _, chunk in catalog.iter_chunks(source=path)]
-    found = store.cached_vectors([c.content_hash for c in chunks])
-    missing = [c.id for c in chunks if c.content_hash not in found]
-    if missing:
-        raise StoreError(f"{path}: {len(missing)} chunks have no stored vector; re-ingest the file, then migrate")
-    vectors = np.stack([found[c.content_hash] for c in chunks]) if chunks else np.zeros((0, 1), dtype=np.float32)
-    return chunks, vectors

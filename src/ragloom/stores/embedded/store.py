@@ -112,6 +112,15 @@ class EmbeddedStore(CatalogBacked, Store):
     def count(self) -> int:
         return self.catalog.count()
 
+    def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
+        chunks = [chunk for _, chunk in self.catalog.iter_chunks(source=path)]
+        found = self.cached_vectors([c.content_hash for c in chunks])
+        missing = [c.id for c in chunks if c.content_hash not in found]
+        if missing:
+            raise StoreError(f"{path}: {len(missing)} chunks have no stored vector; re-ingest the file, then migrate")
+        vectors = np.stack([found[c.content_hash] for c in chunks]) if chunks else np.zeros((0, 1), dtype=np.float32)
+        return chunks, vectors
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return self.catalog.get_chunks(chunk_ids)
 
