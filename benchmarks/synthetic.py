@@ -20,7 +20,7 @@ import numpy as np
 
 from ragloom.config import Config
 from ragloom.filters import parse_where
-from ragloom.retrieve.fusion import convex_combination
+from ragloom.index import hybrid_search
 from ragloom.stores.embedded import EmbeddedStore
 from ragloom.types import Chunk, SourceRecord, content_hash
 
@@ -83,11 +83,7 @@ def main() -> None:
             return float(np.percentile(times, 50)), float(np.percentile(times, 95)), results
 
         def hybrid(q: int, conditions=()):
-            dense = store.search_dense(queries[q], 100, conditions)
-            lexical = store.search_lexical(query_texts[q], 100, conditions)
-            scores = {c.chunk_id: c.score for c in dense}
-            scores.update(store.dense_scores(queries[q], [c.chunk_id for c in lexical if c.chunk_id not in scores]))
-            return convex_combination(scores, {c.chunk_id: c.score for c in lexical}, Config().search.alpha)[:10]
+            return hybrid_search(store, queries[q], query_texts[q], 100, conditions, Config().search)[0][:10]
 
         rows = [
             ("dense", timed(lambda q: store.search_dense(queries[q], 10))),

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config
+from .config import Config, SearchConfig
 from .embed.base import Embedder, create_embedder
 from .errors import (
     IndexNotFoundError,
@@ -26,7 +26,7 @@ from .errors import (
     SourceNotFoundError,
     UnsupportedFormatError,
 )
-from .filters import parse_where
+from .filters import Condition, parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
@@ -377,18 +377,7 @@ class Index:
         if mode == "dense":
             found = self.store.search_dense(vector, k, conditions)
             return found, {"dense": {c.chunk_id: c.score for c in found}}
-        depth = max(settings.candidates, k)
-        dense = self.store.search_dense(vector, depth, conditions)
-        lexical = self.store.search_lexical(query, depth, conditions)
-        dense_scores = {c.chunk_id: c.score for c in dense}
-        missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
-        dense_scores.update(self.store.dense_scores(vector, missing))
-        lexical_scores = {c.chunk_id: c.score for c in lexical}
-        if settings.fusion == "rrf":
-            fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
-        else:
-            fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
-        return fused, {"dense": dense_scores, "lexical": lexical_scores}
+        return hybrid_search(self.store, vector, query, max(settings.candidates, k), conditions, settings)
 
     def _audit(
         self, query: str, mode: str, k_requested: int | None, k: int, where: Mapping[str, Any] | None,
@@ -436,6 +425,24 @@ def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: P
             f"but the configured embedder is {configured}. Use the same embedder, "
             "or ingest into a new index directory (--index DIR)."
         )
+
+
+def hybrid_search(
+    store: Store, vector: np.ndarray, query: str, depth: int, conditions: Sequence[Condition],
+    settings: SearchConfig,
+) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+    """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
+    dense = store.search_dense(vector, depth, conditions)
+    lexical = store.search_lexical(query, depth, conditions)
+    dense_scores = {c.chunk_id: c.score for c in dense}
+    missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
+    dense_scores.update(store.dense_scores(vector, missing))
+    lexical_scores = {c.chunk_id: c.score for c in lexical}
+    if settings.fusion == "rrf":
+        fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
+    else:
+        fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
+    return fused, {"dense": dense_scores, "lexical": lexical_scores}
 
 
 def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
