@@ -129,7 +129,17 @@ class StoreConfig(Section):
 
 
 class SearchConfig(Section):
-    mode: Literal["hybrid", "dense", "lexical"] = Field("hybrid", description="default retrieval mode")
+    mode: str = Field(
+        "hybrid", description="default search preset: dense, lexical, hybrid, or another preset "
+        "(built-in or under presets); ignored when pipeline is set"
+    )
+    pipeline: list[str | dict[str, Any]] | None = Field(
+        None, description="explicit steps, a retriever then stages, e.g. [{hybrid: {}}, {mmr: {lambda: 0.7}}]; "
+        "None = the steps of the mode's preset"
+    )
+    presets: dict[str, list[str | dict[str, Any]]] = Field(
+        default_factory=dict, description="your own named pipelines, usable wherever a preset name is"
+    )
     fusion: Literal["convex", "rrf"] = Field("convex", description="how hybrid merges dense and BM25 rankings")
     alpha: float = Field(0.8, ge=0.0, le=1.0, description="convex fusion: weight of the dense score (tuned on SciFact train)")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")

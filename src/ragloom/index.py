@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config, SearchConfig
+from .config import Config
 from .embed.base import Embedder, create_embedder
 from .errors import (
     IndexNotFoundError,
@@ -26,11 +26,13 @@ from .errors import (
     SourceNotFoundError,
     UnsupportedFormatError,
 )
-from .filters import Condition, parse_where
+from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
-from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
-from .stores.base import AuditEntry, Candidate, Store, create_store, exclusive_write_lock, rank_candidates
+from .retrieve.base import QueryPlan, SearchContext, SearchResult
+from .retrieve.pipeline import Pipeline, build_pipeline
+from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
+from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock
 from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
@@ -74,6 +76,9 @@ class Index:
                 check_same_embedder(recorded, embedder, path)
             self._embedder = embedder
         self._chunkers: dict[str, Chunker] = {}
+        self._pipelines: dict[str, Pipeline] = {}
+        #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
+        self._components: dict[str, Any] = {}
 
     @classmethod
     def open(
@@ -111,6 +116,11 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        for component in self._components.values():
+            closer = getattr(component, "close", None)
+            if callable(closer):
+                closer()
+        self._components.clear()
         if self._owns_embedder and self._embedder is not None:
             self._embedder.close()
         self.store.close()
@@ -317,42 +327,60 @@ class Index:
         mode: str | None = None,
         min_score: float | None = None,
     ) -> list[Hit]:
-        """The ``k`` passages that best match ``query``, best first."""
+        """The ``k`` passages that best match ``query``, best first.
+
+        ``mode`` names a preset (``dense``, ``lexical``, ``hybrid``, ...); by default the
+        configured ``search.pipeline``, or else the ``search.mode`` preset.
+        """
+        return self.retrieve(query, k, where=where, mode=mode, min_score=min_score).hits
+
+    def retrieve(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        min_score: float | None = None,
+    ) -> SearchResult:
+        """Like ``search``, with the plan and a per-step trace (what ``--explain`` shows)."""
         started = time.perf_counter()
         settings = self.config.search
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
-        mode = mode or settings.mode
-        if mode not in ("hybrid", "dense", "lexical"):
-            raise QueryError(f"unknown search mode {mode!r}; use hybrid, dense or lexical")
-        k_used = self.clamp_k(k)
-        conditions = parse_where(where)
-        min_score = settings.min_score if min_score is None else min_score
-        candidates: list[Candidate] = []
-        components: dict[str, dict[str, float]] = {}
+        pipeline = self.pipeline(mode)
+        plan = QueryPlan(
+            text=query, original=query, k=self.clamp_k(k), conditions=tuple(parse_where(where)),
+            where=dict(where or {}), min_score=settings.min_score if min_score is None else min_score,
+            preset=pipeline.name,
+        )
         if self.store.count() == 0:
             warnings.warn(
                 f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
                 RagloomWarning, stacklevel=2,
             )
+            result = SearchResult([], plan)
         else:
-            candidates, components = self._retrieve(query, k_used, conditions, mode)
-        if min_score is not None:
-            candidates = [c for c in candidates if c.score >= min_score]
-        candidates = rank_candidates(candidates, k_used)
-        chunks = {c.id: c for c in self.store.get_chunks([c.chunk_id for c in candidates])}
-        hits = [
-            Hit(
-                chunk_id=c.chunk_id, text=chunks[c.chunk_id].text, score=c.score, rank=rank,
-                source=chunks[c.chunk_id].source, metadata=chunks[c.chunk_id].metadata,
-                scores={name: values[c.chunk_id] for name, values in components.items() if c.chunk_id in values},
-            )
-            for rank, c in enumerate((c for c in candidates if c.chunk_id in chunks), start=1)
-        ]
-        elapsed_ms = (time.perf_counter() - started) * 1000
+            result = pipeline.run(plan, self.search_context())
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.config.audit.enabled:
-            self._audit(query, mode, k, k_used, where, min_score, hits, elapsed_ms)
-        return hits
+            self._audit(result, k, pipeline)
+        return result
+
+    def pipeline(self, mode: str | None = None) -> Pipeline:
+        """The search pipeline for a preset name (None: the configured pipeline), built once."""
+        settings = self.config.search
+        key = mode or ("" if settings.pipeline is not None else settings.mode)
+        if key not in self._pipelines:
+            if key:
+                self._pipelines[key] = build_pipeline(preset=key, custom_presets=settings.presets)
+            else:
+                self._pipelines[key] = build_pipeline(settings.pipeline)
+        return self._pipelines[key]
+
+    def search_context(self) -> SearchContext:
+        """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
+        return SearchContext(self.store, lambda: self.embedder, self.config, self._components)
 
     def clamp_k(self, k: int | None) -> int:
         settings = self.config.search
@@ -366,33 +394,21 @@ class Index:
             )
         return clamped
 
-    def _retrieve(
-        self, query: str, k: int, conditions: Sequence[Any], mode: str
-    ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+    def _audit(self, result: SearchResult, k_requested: int | None, pipeline: Pipeline) -> None:
         settings = self.config.search
-        if mode == "lexical":
-            found = self.store.search_lexical(query, k, conditions)
-            return found, {"lexical": {c.chunk_id: c.score for c in found}}
-        vector = self.embedder.embed_query(query)
-        if mode == "dense":
-            found = self.store.search_dense(vector, k, conditions)
-            return found, {"dense": {c.chunk_id: c.score for c in found}}
-        return hybrid_search(self.store, vector, query, max(settings.candidates, k), conditions, settings)
-
-    def _audit(
-        self, query: str, mode: str, k_requested: int | None, k: int, where: Mapping[str, Any] | None,
-        min_score: float | None, hits: list[Hit], elapsed_ms: float,
-    ) -> None:
-        settings = self.config.search
+        plan = result.plan
         parameters = {
-            "k_requested": k_requested, "min_score": min_score, "fusion": settings.fusion,
+            "k_requested": k_requested, "min_score": plan.min_score, "fusion": settings.fusion,
             "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
+            "pipeline": pipeline.steps,
         }
+        if plan.text != plan.original:
+            parameters["query_text"] = plan.text
         info = self.store.embedder_info() or {}
         self.store.log_search(AuditEntry(
-            query=query, mode=mode, k=k, filters=dict(where or {}), parameters=parameters,
-            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in hits],
-            elapsed_ms=elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
+            query=plan.original, mode=pipeline.name, k=plan.k, filters=dict(plan.where), parameters=parameters,
+            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in result.hits],
+            elapsed_ms=result.elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
         ))
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -425,24 +441,6 @@ def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: P
             f"but the configured embedder is {configured}. Use the same embedder, "
             "or ingest into a new index directory (--index DIR)."
         )
-
-
-def hybrid_search(
-    store: Store, vector: np.ndarray, query: str, depth: int, conditions: Sequence[Condition],
-    settings: SearchConfig,
-) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
-    """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
-    dense = store.search_dense(vector, depth, conditions)
-    lexical = store.search_lexical(query, depth, conditions)
-    dense_scores = {c.chunk_id: c.score for c in dense}
-    missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
-    dense_scores.update(store.dense_scores(vector, missing))
-    lexical_scores = {c.chunk_id: c.score for c in lexical}
-    if settings.fusion == "rrf":
-        fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
-    else:
-        fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
-    return fused, {"dense": dense_scores, "lexical": lexical_scores}
 
 
 def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
