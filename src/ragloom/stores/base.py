@@ -22,7 +22,7 @@ import numpy as np
 from .. import registry
 from ..audit import AuditEvent, ChainReport
 from ..config import Config
-from ..errors import IndexLockedError, StoreError
+from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
 from ..filters import Condition
 from ..types import Chunk, SourceRecord
 
@@ -179,8 +179,14 @@ class Store(ABC):
 def write_lock_if_free(folder: Path) -> Iterator[bool]:
     """Take the index's write lock (``folder/write.lock``) without waiting; yield whether this
     process holds it. Ingest, removal and migration write only while holding it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "write.lock", "a") as handle:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / "write.lock", "a")
+    except PermissionError as exc:
+        raise IndexReadOnlyError(
+            f"cannot write to the index at {folder} ({exc.strerror}); writing needs write permission on it"
+        ) from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held = True

@@ -68,6 +68,12 @@ class GuardedConnection(sqlite3.Connection):
     def cursor(self, factory: Any = GuardedCursor) -> GuardedCursor:  # type: ignore[override]
         return super().cursor(factory)
 
+    def execute(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self.cursor().execute(*args)
+
+    def executemany(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self.cursor().executemany(*args)
+
 
 def connect(path: Path, read_only: bool = False) -> GuardedConnection:
     """A connection in autocommit mode (transactions are explicit).
@@ -91,5 +97,8 @@ def connect(path: Path, read_only: bool = False) -> GuardedConnection:
             code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
             if attempt < len(attempts) and code == SQLITE_CANTOPEN:
                 continue
+            error = translated(exc, path)
+            if error is not exc:
+                raise error from None
             raise StoreError(f"cannot open the index database {path}: {exc}") from None
     raise AssertionError("unreachable")

@@ -17,7 +17,7 @@ import tantivy
 
 from ...types import Chunk
 from ..base import Candidate
-from ..derived import is_damage
+from ..derived import is_damage, warn_rebuilding
 
 ANALYZER = "ragloom_en"
 
@@ -72,9 +72,11 @@ class LexicalIndex:
         if self.read_only:
             try:
                 index = tantivy.Index.open(str(self.folder))
-            except BaseException as exc:  # missing, damaged (tantivy may panic): search an empty one until rebuilt
+            except BaseException as exc:  # missing or damaged (tantivy may panic): rebuilt in memory
                 if not is_damage(exc):
                     raise
+                if (self.folder / "meta.json").exists():
+                    warn_rebuilding(f"the BM25 index at {self.folder}", exc)
                 return self._in_memory()
             index.register_tokenizer(ANALYZER, self._analyzer)
             return index
@@ -85,6 +87,7 @@ class LexicalIndex:
             if not is_damage(exc):
                 raise
             # Damaged or from an incompatible schema: it is only a cache, start afresh.
+            warn_rebuilding(f"the BM25 index at {self.folder}", exc)
             self._clear_folder()
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
         index.register_tokenizer(ANALYZER, self._analyzer)
