@@ -129,18 +129,22 @@ def append(db: sqlite3.Connection, entry: Mapping[str, Any]) -> AuditEvent:
     return AuditEvent(seq, entry["id"], entry["kind"], float(entry["created_at"]), entry, digest)
 
 
-def recent(db: sqlite3.Connection, limit: int, kinds: Sequence[str] | None = None) -> list[AuditEvent]:
-    """The newest ``limit`` entries (of these kinds), newest first."""
+def recent(
+    db: sqlite3.Connection, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+) -> list[AuditEvent]:
+    """The newest ``limit`` entries (of these kinds, not of those), newest first."""
+    clauses, values = [], []
     if kinds:
-        marks = ",".join("?" * len(kinds))
-        rows = db.execute(
-            f"SELECT seq, id, kind, created_at, entry, hash FROM audit_log WHERE kind IN ({marks})"
-            " ORDER BY seq DESC LIMIT ?", (*kinds, limit),
-        )
-    else:
-        rows = db.execute(
-            "SELECT seq, id, kind, created_at, entry, hash FROM audit_log ORDER BY seq DESC LIMIT ?", (limit,)
-        )
+        clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
+        values.extend(kinds)
+    if exclude:
+        clauses.append(f"kind NOT IN ({','.join('?' * len(exclude))})")
+        values.extend(exclude)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = db.execute(
+        f"SELECT seq, id, kind, created_at, entry, hash FROM audit_log {where} ORDER BY seq DESC LIMIT ?",
+        (*values, limit),
+    )
     return [AuditEvent(seq, eid, kind, created, json.loads(text), digest)
             for seq, eid, kind, created, text, digest in rows.fetchall()]
 

@@ -84,6 +84,7 @@ class Index:
                 check_same_embedder(recorded, embedder, path)
             self._embedder = embedder
         self._chunkers: dict[str, Chunker] = {}
+        self._warned_read_only = False
 
     @classmethod
     def open(
@@ -423,10 +424,12 @@ class Index:
             "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
         }
         if self.store.read_only:
-            warnings.warn(
-                f"the index at {self.path} is open read-only; this search is not written to its audit log",
-                RagloomWarning, stacklevel=3,
-            )
+            if not self._warned_read_only:
+                warnings.warn(
+                    f"the index at {self.path} is open read-only; searches are not written to its audit log",
+                    RagloomWarning, stacklevel=3,
+                )
+                self._warned_read_only = True
             return
         info = self.store.embedder_info() or {}
         self.store.log_search(AuditEntry(
@@ -452,9 +455,11 @@ class Index:
     def audit(self, last: int = 10) -> list[AuditEntry]:
         return self.store.recent_searches(last)
 
-    def audit_events(self, last: int = 10, kinds: Sequence[str] | None = None) -> list[AuditEvent]:
+    def audit_events(
+        self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
         """The newest entries of the audit log (searches and writes), newest first."""
-        return self.store.audit_events(last, kinds)
+        return self.store.audit_events(last, kinds, exclude)
 
     def verify_audit(self) -> ChainReport:
         """Check the audit log's hash chain; the report names the first broken entry."""
@@ -511,6 +516,21 @@ def _glob_match(relative: str, pattern: str) -> bool:
         return True
     # "**/" may match zero folders: "**/*.md" also matches "top.md".
     return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
+
+
+def set_aside_index(folder: str | Path) -> Path | None:
+    """Move a (damaged) index folder aside, to ``<folder>.damaged-<time>``, so the next ingest
+    builds it anew; return where it went, or None when there was nothing there.
+
+    A Chroma or Qdrant *server* collection is not touched: only the local files move.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        return None
+    target = folder.with_name(f"{folder.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    with exclusive_write_lock(folder):
+        folder.rename(target)
+    return target
 
 
 def _writable(folder: Path) -> bool:

@@ -23,6 +23,11 @@ DOCS = {
 }
 
 
+def _flat(text: str) -> str:
+    """Output with rich's hard line wraps undone."""
+    return " ".join(text.split())
+
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
     src = str(Path(__file__).resolve().parents[2] / "src")
@@ -62,7 +67,15 @@ def test_a_database_that_is_not_sqlite_is_reported_as_damaged(built: Path, embed
     for command in (["status"], ["search", "kalman"], ["audit"]):
         result = _cli("-i", str(built), *command, cwd=built.parent)
         assert result.returncode == 1, result
-        assert "damaged" in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert "damaged" in _flat(result.stderr) and "ingest --rebuild" in _flat(result.stderr), result.stderr
+        assert "Traceback" not in _flat(result.stderr), result.stderr
+    # What the message says to do works, and keeps the damaged index.
+    rebuilt = _cli("-i", str(built), "ingest", "--rebuild", "-q", "docs", cwd=built.parent)
+    assert rebuilt.returncode == 0 and "moved the old index to" in _flat(rebuilt.stderr), rebuilt.stderr
+    kept = [p for p in built.parent.iterdir() if p.name.startswith("ix.damaged-")]
+    assert len(kept) == 1 and (kept[0] / "ragloom.sqlite").read_bytes().startswith(b"this is not a database")
+    found = _cli("-i", str(built), "search", "Kalman filter", "-k", "1", "--json", cwd=built.parent)
+    assert found.returncode == 0 and "kalman.txt" in _flat(found.stdout), found.stderr
 
 
 def test_damaged_pages_inside_the_database_are_reported_as_damaged(built: Path) -> None:
@@ -74,7 +87,7 @@ def test_damaged_pages_inside_the_database_are_reported_as_damaged(built: Path) 
     for command in (["status"], ["search", "kalman"]):
         result = _cli("-i", str(built), *command, cwd=built.parent)
         assert result.returncode == 1, result
-        assert "damaged" in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert "damaged" in _flat(result.stderr) and "Traceback" not in _flat(result.stderr), result.stderr
 
 
 # -- 11: an index this process may not write -------------------------------------------------
@@ -119,12 +132,12 @@ def test_cli_reads_an_index_nobody_may_write(built: Path) -> None:
         assert '"sources": 3' in status.stdout
         search = _cli("-i", str(built), "search", "Kalman filter sensors", "-k", "1", "--json", cwd=built.parent)
         assert search.returncode == 0, search.stderr
-        assert "kalman.txt" in search.stdout and "not written to its audit log" in search.stderr
+        assert "kalman.txt" in _flat(search.stdout) and "not written to its audit log" in _flat(search.stderr)
         audit = _cli("-i", str(built), "audit", cwd=built.parent)
         assert audit.returncode == 0, audit.stderr
-        assert "kalman" in audit.stdout
+        assert "kalman" in _flat(audit.stdout)
         removal = _cli("-i", str(built), "remove", str(built.parent / "docs" / "kalman.txt"), cwd=built.parent)
-        assert removal.returncode == 1 and "Traceback" not in removal.stderr, removal.stderr
+        assert removal.returncode == 1 and "Traceback" not in _flat(removal.stderr), removal.stderr
     finally:
         _chattr("-i", built)
 
@@ -193,5 +206,5 @@ def test_read_only_commands_do_not_turn_a_folder_into_an_index(tmp_path: Path) -
     for command in (["status"], ["search", "anything"], ["audit"], ["audit", "--verify"]):
         result = _cli("-i", str(folder), *command, cwd=tmp_path)
         assert result.returncode == 1, result
-        assert "no ragloom index" in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert "no ragloom index" in _flat(result.stderr) and "Traceback" not in _flat(result.stderr), result.stderr
     assert sorted(p.name for p in folder.rglob("*")) == before

@@ -61,11 +61,15 @@ def audit_command(
     last: int = typer.Option(10, "--last", "-n", help="How many recent entries."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     verify: bool = typer.Option(False, "--verify", help="Check the log's hash chain; name the first broken entry."),
+    kind: str = typer.Option("all", "--kind", help="all, search (searches only) or write (ingest, remove, migrate)."),
 ) -> None:
     """List recent searches and writes (ingest, remove, migrate) with their parameters."""
-    with state(ctx).open_index(read_only=True) as index:
+    if kind not in ("all", "search", "write"):
+        raise RagloomError(f"--kind {kind!r}: use all, search or write")
+    selection = {"all": {}, "search": {"kinds": ["search"]}, "write": {"exclude": ["search"]}}[kind]
+    with state(ctx).open_index() as index:  # read-write when it may: searches logged by an older ragloom are chained
         report = index.verify_audit()
-        entries = [] if verify else index.audit_events(last)
+        entries = [] if verify else index.audit_events(last, **selection)
     if verify:
         if not report.ok:
             raise RagloomError(report.describe())
@@ -86,7 +90,7 @@ def audit_command(
                           highlight=False)
             continue
         entry = search_from_event(event)
-        console.print(f"[bold]{when}[/]  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
+        console.print(f"[bold]{when}[/]  #{event.seq}  search  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
                       f"filters={json.dumps(entry.filters)}  [cyan]{entry.query}[/]", highlight=False)
         for hit in entry.hits:
             console.print(f"    {hit['rank']:>3}  {hit['score']:.4f}  {display_path(hit['source'])}  {hit['chunk_id'][:12]}",
@@ -100,6 +104,8 @@ def _event_dict(event: AuditEvent) -> dict:
 
 
 def _write_summary(entry: dict) -> str:
+    if entry.get("model_id"):
+        return f"{entry['model_id']} ({entry.get('dimension')}-d)"
     if "path" in entry:
         count = f"  {entry['chunk_count']} chunks" if entry.get("chunk_count") is not None else ""
         digest = f"  sha256 {str(entry.get('content_hash'))[:12]}" if entry.get("content_hash") else ""

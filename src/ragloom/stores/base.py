@@ -150,8 +150,11 @@ class Store(ABC):
     @abstractmethod
     def recent_searches(self, limit: int) -> list[AuditEntry]: ...
 
-    def audit_events(self, limit: int, kinds: Sequence[str] | None = None) -> list[AuditEvent]:
-        """The newest ``limit`` entries of the audit log (searches and writes), newest first."""
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        """The newest ``limit`` entries of the audit log (searches and writes; of ``kinds``,
+        not of ``exclude``), newest first."""
         return []
 
     def verify_audit(self) -> ChainReport:

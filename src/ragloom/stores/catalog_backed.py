@@ -52,8 +52,10 @@ class CatalogBacked:
     def recent_searches(self, limit: int) -> list[AuditEntry]:
         return self.catalog.recent_searches(limit)
 
-    def audit_events(self, limit: int, kinds: Sequence[str] | None = None) -> list[AuditEvent]:
-        return self.catalog.audit_events(limit, kinds)
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        return self.catalog.audit_events(limit, kinds, exclude)
 
     def verify_audit(self) -> ChainReport:
         return self.catalog.verify_audit()

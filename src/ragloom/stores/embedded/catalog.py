@@ -256,10 +256,12 @@ class Catalog:
     def recent_searches(self, limit: int) -> list[AuditEntry]:
         return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
 
-    def audit_events(self, limit: int, kinds: Sequence[str] | None = None) -> list[audit.AuditEvent]:
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[audit.AuditEvent]:
         if not self._has_table("audit_log"):  # an index from before the chain, opened read-only
             return []
-        return audit.recent(self.db, limit, kinds)
+        return audit.recent(self.db, limit, kinds, exclude)
 
     def verify_audit(self) -> audit.ChainReport:
         if not self._has_table("audit_log"):

@@ -22,8 +22,8 @@ def translated(exc: sqlite3.Error, path: Path) -> Exception:
     text = str(exc)
     if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
         return IndexDamagedError(
-            f"the index database {path} is damaged ({text}); restore it from a backup, or rebuild the "
-            f"index: move {path.parent} aside and run `ragloom ingest` on your documents again"
+            f"the index database {path} is damaged ({text}); rebuild the index with "
+            "`ragloom ingest --rebuild PATH...` (the damaged one is kept beside it), or restore it from a backup"
         )
     if code == SQLITE_READONLY or "readonly database" in text:
         return IndexReadOnlyError(
