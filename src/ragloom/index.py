@@ -7,6 +7,7 @@ import hashlib
 import os
 import time
 import warnings
+from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,11 @@ from .errors import (
 from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
+from .audit import AuditEvent, ChainReport
 from .retrieve.base import QueryPlan, SearchContext, SearchResult
 from .retrieve.pipeline import Pipeline, build_pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
-from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock
+from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock, store_exists
 from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
@@ -79,6 +81,7 @@ class Index:
         self._pipelines: dict[str, Pipeline] = {}
         #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
         self._components: dict[str, Any] = {}
+        self._warned_read_only = False
 
     @classmethod
     def open(
@@ -88,21 +91,29 @@ class Index:
         *,
         create: bool = True,
         embedder: Embedder | None = None,
+        read_only: bool | None = None,
     ) -> Index:
         """Open the index at ``path`` (default: the config's ``index``), creating it if new.
 
-        With ``create=False`` a missing index is an error instead. ``embedder`` passes
-        a ready embedder instance (it must match the one the index was built with).
+        With ``create=False`` a missing index is an error instead (a folder that holds no
+        index is not turned into one). ``read_only=True`` opens it without writing anything
+        (searches are then not written to the audit log); the default, None, opens
+        read-only exactly when ``create=False`` and this user may not write the index.
+        ``embedder`` passes a ready embedder instance (it must match the one the index
+        was built with).
         """
         config = config or Config()
         folder = Path(path if path is not None else config.index).expanduser()
         if folder.exists() and not folder.is_dir():
             raise RagloomError(f"{folder} is a file, not an index directory; pick another --index path")
-        if not create and not folder.exists():
+        if not create and not store_exists(folder, config):
+            what = "no index" if not folder.exists() else f"no ragloom index (of the {config.store.backend} store)"
             raise IndexNotFoundError(
-                f"there is no index at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
+                f"there is {what} at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
             )
-        store = create_store(folder, config)
+        if read_only is None:
+            read_only = not create and not _writable(folder)
+        store = create_store(folder, config, read_only=read_only)
         try:
             return cls(folder, config, store, embedder)
         except BaseException:
@@ -181,7 +192,7 @@ class Index:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         plan, folders = self._plan(paths, glob, report)
-        with exclusive_write_lock(self.path):
+        with exclusive_write_lock(self.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
             seen: set[str] = set()
@@ -206,6 +217,20 @@ class Index:
             self.store.flush()
         report.seconds = time.perf_counter() - started
         return report
+
+    @contextmanager
+    def _audited_ingest(
+        self, paths: Sequence[str | Path], glob: Sequence[str] | None, report: IngestReport
+    ) -> Iterator[None]:
+        """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
+        parameters = {
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "glob": list(glob or self.config.ingest.glob), "exclude": list(self.config.ingest.exclude),
+            "chunking": self.config.chunking.model_dump(mode="json"), "embedder": self.embedder.model_id,
+        }
+        with self.store.audited("ingest", parameters) as summary:
+            yield
+            summary.update(report.summary(), failed_files=[f.path for f in report.failed])
 
     def _plan(
         self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport
@@ -312,9 +337,11 @@ class Index:
             removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
             if not removed:
                 raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
-            for source in removed:
-                self.store.delete_source(source)
-            self.store.flush()
+            with self.store.audited("remove", {"path": target}) as summary:
+                for source in removed:
+                    self.store.delete_source(source)
+                self.store.flush()
+                summary["removed"] = len(removed)
         return removed
 
     # -- search -----------------------------------------------------------------------------------
@@ -404,6 +431,14 @@ class Index:
         }
         if plan.text != plan.original:
             parameters["query_text"] = plan.text
+        if self.store.read_only:
+            if not self._warned_read_only:
+                warnings.warn(
+                    f"the index at {self.path} is open read-only; searches are not written to its audit log",
+                    RagloomWarning, stacklevel=3,
+                )
+                self._warned_read_only = True
+            return
         info = self.store.embedder_info() or {}
         self.store.log_search(AuditEntry(
             query=plan.original, mode=pipeline.name, k=plan.k, filters=dict(plan.where), parameters=parameters,
@@ -427,6 +462,16 @@ class Index:
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
         return self.store.recent_searches(last)
+
+    def audit_events(
+        self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        """The newest entries of the audit log (searches and writes), newest first."""
+        return self.store.audit_events(last, kinds, exclude)
+
+    def verify_audit(self) -> ChainReport:
+        """Check the audit log's hash chain; the report names the first broken entry."""
+        return self.store.verify_audit()
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
@@ -461,6 +506,28 @@ def _glob_match(relative: str, pattern: str) -> bool:
         return True
     # "**/" may match zero folders: "**/*.md" also matches "top.md".
     return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
+
+
+def set_aside_index(folder: str | Path) -> Path | None:
+    """Move a (damaged) index folder aside, to ``<folder>.damaged-<time>``, so the next ingest
+    builds it anew; return where it went, or None when there was nothing there.
+
+    A Chroma or Qdrant *server* collection is not touched: only the local files move.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        return None
+    target = folder.with_name(f"{folder.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    with exclusive_write_lock(folder):
+        folder.rename(target)
+    return target
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this user may write the index folder and the files in it."""
+    if not os.access(folder, os.W_OK):
+        return False
+    return all(os.access(entry, os.W_OK) for entry in folder.rglob("*.sqlite"))
 
 
 def _is_under(path: str, folder: str) -> bool:

@@ -42,12 +42,13 @@ class State:
             merged["index"] = self.index
         return Config.load(self.config_file, overrides=merged)
 
-    def open_index(self, create: bool = False, **overrides: Any):
-        """Open the configured index; only commands that write may create it."""
+    def open_index(self, create: bool = False, read_only: Optional[bool] = None, **overrides: Any):
+        """Open the configured index; only commands that write may create it, and commands
+        that only read pass ``read_only=True`` (None: read-only when the index is not writable)."""
         from ..index import Index
 
         config = self.config(**overrides)
-        return Index.open(config.index, config, create=create)
+        return Index.open(config.index, config, create=create, read_only=read_only)
 
 
 @app.callback()
