@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from .errors import (
 )
 from .filters import Condition, parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
 from .stores.base import AuditEntry, Candidate, Store, create_store, exclusive_write_lock, rank_candidates
@@ -177,7 +177,7 @@ class Index:
             seen: set[str] = set()
             pending: list[_Pending] = []
             for file in plan:
-                source = str(file.resolve())
+                source = source_id(file)
                 seen.add(source)
                 item = self._prepare(file, source, report)
                 status = "unchanged" if item is None else "read"
@@ -188,9 +188,13 @@ class Index:
                         pending = []
                 progress.file_done(source, status)
             self._write(pending, report, progress)
+            # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
+            kept = [failure.path for failure in report.failed]
             for folder in folders:
                 for record in self.store.list_sources():
-                    if _is_under(record.path, folder) and record.path not in seen:
+                    if _is_under(record.path, folder) and record.path not in seen and not any(
+                        record.path == path or _is_under(record.path, path) for path in kept
+                    ):
                         self.store.delete_source(record.path)
                         report.removed.append(record.path)
             self.store.flush()
@@ -202,13 +206,25 @@ class Index:
     ) -> tuple[list[Path], list[str]]:
         files: list[Path] = []
         folders: list[str] = []
+        settings = self.config.ingest
+
+        def failed(where: str, why: str) -> None:
+            report.failed.append(FileFailure(where, why))
+
+        def skipped(where: str, why: str) -> None:
+            report.warnings.append(f"{where}: {why}")
+
         for raw in paths:
             path = Path(raw).expanduser()
-            if not path.exists():
+            if not path.exists() and not path.is_symlink():
                 raise SourceNotFoundError(str(raw))
+            if name_problem(path) is not None:
+                failed(display_name(path), str(name_problem(path)))
+                continue
             if path.is_dir():
                 folders.append(str(path.resolve()))
-                for file in walk(path, glob or self.config.ingest.glob, self.config.ingest.exclude):
+                found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+                for file in found:
                     if is_supported(file):
                         files.append(file)
                     else:
@@ -222,12 +238,13 @@ class Index:
     def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
         """Load and chunk a file, or None when it is unchanged since the last ingest."""
         try:
-            data = file.read_bytes()
-            stat = file.stat()
-        except OSError as exc:
-            report.failed.append(FileFailure(source, f"cannot read: {exc.strerror or exc}"))
+            content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000))
+        except FileRejected as exc:
+            report.failed.append(FileFailure(source, str(exc)))
             return None
-        digest = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(content.data).hexdigest()
+        mtime, size = content.mtime, content.size
+        del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy
@@ -243,7 +260,7 @@ class Index:
         chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
-            path=source, content_hash=digest, mtime=stat.st_mtime, size=stat.st_size,
+            path=source, content_hash=digest, mtime=mtime, size=size,
             chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
@@ -297,7 +314,7 @@ class Index:
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
-        target = str(Path(path).expanduser().resolve())
+        target = source_id(path)
         with exclusive_write_lock(self.path):
             removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
             if not removed:
@@ -443,26 +460,6 @@ def hybrid_search(
     else:
         fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
     return fused, {"dense": dense_scores, "lexical": lexical_scores}
-
-
-def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
-    """Files under ``folder`` matching any pattern and no exclusion, in sorted order."""
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if any(_glob_match(relative, p) for p in exclude):
-                continue
-            if any(_glob_match(relative, p) for p in patterns):
-                yield path
-
-
-def _glob_match(relative: str, pattern: str) -> bool:
-    if fnmatch.fnmatch(relative, pattern):
-        return True
-    # "**/" may match zero folders: "**/*.md" also matches "top.md".
-    return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
 
 
 def _is_under(path: str, folder: str) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..config import CONFIG_FILENAME, annotated_yaml
 from ..errors import RagloomError
@@ -69,8 +70,8 @@ def audit_command(
         return
     for entry in entries:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at))
-        console.print(f"[bold]{when}[/]  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
-                      f"filters={json.dumps(entry.filters)}  [cyan]{entry.query}[/]", highlight=False)
+        console.print(Text.assemble((when, "bold"), f"  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
+                                    f"filters={json.dumps(entry.filters)}  ", (entry.query, "cyan")), highlight=False)
         for hit in entry.hits:
             console.print(f"    {hit['rank']:>3}  {hit['score']:.4f}  {display_path(hit['source'])}  {hit['chunk_id'][:12]}",
                           highlight=False)

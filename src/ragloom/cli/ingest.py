@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..index import IngestProgress
 from ..types import IngestReport
-from .app import console, display_path, err_console, state
+from .app import console, display_path, err_console, notice, state
 
 
 class _RichProgress(IngestProgress):
@@ -36,7 +36,7 @@ class _RichProgress(IngestProgress):
 
 def progress_bars(quiet: bool = False) -> Progress:
     """Transient progress bars on stderr (none when ``quiet``)."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     return Progress(*columns, console=err_console, transient=True, disable=quiet)
 
 
@@ -67,9 +67,9 @@ def ingest_command(
 
 def print_report(report: IngestReport) -> None:
     for warning in report.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        notice("warning:", "yellow", warning)
     for failure in report.failed:
-        err_console.print(f"[red]failed:[/] {display_path(failure.path)}: {failure.error}", highlight=False)
+        notice("failed:", "red", f"{display_path(failure.path)}: {failure.error}")
     table = Table(title="ingest summary", show_header=False, title_justify="left")
     summary = report.summary()
     for key in ("added", "updated", "unchanged", "removed", "failed", "skipped"):
@@ -80,7 +80,7 @@ def print_report(report: IngestReport) -> None:
     table.add_row("time", f"{report.seconds:.2f} s")
     console.print(table)
     if report.skipped:
-        console.print(f"[dim]skipped {len(report.skipped)} files of unsupported types[/]")
+        console.print(f"skipped {len(report.skipped)} files of unsupported types", style="dim")
 
 
 def remove_command(
