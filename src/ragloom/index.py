@@ -24,6 +24,7 @@ from .errors import (
     RagloomWarning,
     SourceNotFoundError,
     UnsupportedFormatError,
+    UsageError,
 )
 from .filters import Condition, parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
@@ -314,15 +315,22 @@ class Index:
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
-        target = source_id(path)
         with exclusive_write_lock(self.path):
-            removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
-            if not removed:
-                raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+            removed = self.sources_under(path)
             for source in removed:
                 self.store.delete_source(source)
             self.store.flush()
         return removed
+
+    def sources_under(self, path: str | Path) -> list[str]:
+        """The indexed sources that ``path`` names: one file, or every file under a folder."""
+        if not str(path).strip():
+            raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
+        target = source_id(path)
+        matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+        if not matched:
+            raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+        return matched
 
     # -- search -----------------------------------------------------------------------------------
     def search(
@@ -427,7 +435,9 @@ class Index:
         return self.store.list_sources()
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
-        return self.store.recent_searches(last)
+        if last < 1:
+            raise UsageError(f"last={last}: ask for at least one audit entry")
+        return self.store.recent_searches(min(last, 2**62))  # SQLite integers are 64-bit
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:

@@ -48,6 +48,10 @@ def init_command(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write an annotated ragloom.yaml with every setting and its default."""
+    if path.is_dir():
+        path = path / CONFIG_FILENAME
+    if not path.parent.is_dir():
+        raise RagloomError(f"cannot write {path}: the folder {path.parent} does not exist; create it first")
     if path.exists() and not force:
         raise RagloomError(f"{path} already exists; pass --force to overwrite it")
     path.write_text(annotated_yaml(), encoding="utf-8")
@@ -56,7 +60,7 @@ def init_command(
 
 def audit_command(
     ctx: typer.Context,
-    last: int = typer.Option(10, "--last", "-n", help="How many recent searches."),
+    last: int = typer.Option(10, "--last", "-n", min=1, help="How many recent searches."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List recent searches with their parameters and hits."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..errors import UsageError
 from ..index import IngestProgress
 from ..types import IngestReport
 from .app import console, display_path, err_console, notice, state
@@ -86,9 +88,19 @@ def print_report(report: IngestReport) -> None:
 def remove_command(
     ctx: typer.Context,
     path: str = typer.Argument(..., help="A file, or a folder whose files are all removed."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Remove several sources without asking."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
 ) -> None:
     """Remove a source (or every source under a folder) and its chunks from the index."""
     with state(ctx).open_index() as index:
+        matched = index.sources_under(path)
+        if dry_run or (len(matched) > 1 and not yes):
+            for source in matched:
+                console.print(f"{'would remove' if dry_run else 'matches'} {display_path(source)}")
+            if dry_run:
+                return
+            if not (sys.stdin.isatty() and typer.confirm(f"remove these {len(matched)} sources?")):
+                raise UsageError(f"{path} matches {len(matched)} sources (listed above); pass --yes to remove them all")
         removed = index.remove(path)
     for source in removed:
         console.print(f"removed {display_path(source)}")
