@@ -40,17 +40,20 @@ def search_command(
     console.print(hits_table(hits, full=full))
 
 
-def hits_table(hits: list[Hit], full: bool = False) -> Table:
+def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) -> Table:
     """Rank, score, where the passage is from, and the passage, readable from 80 columns up.
 
     The source column holds the path with the section, page and chunk under it, and gets a
-    quarter of the width; the passage gets the rest and folds long words instead of cropping.
+    third of the width (at most 48 columns); the passage gets the rest and folds long words
+    instead of cropping them.
     """
+    width = width or console.width
+    source_width = max(16, min(48, (width - 16) // 3))
     table = Table(show_lines=True, box=box.SIMPLE_HEAD, expand=True, pad_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("source", ratio=1, min_width=18, overflow="fold")
-    table.add_column("passage", ratio=3, min_width=30, overflow="fold")
+    table.add_column("source", width=source_width, overflow="fold")
+    table.add_column("passage", ratio=1, overflow="fold")
     for hit in hits:
         where = [hit.section] if hit.section else []
         where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
