@@ -134,6 +134,10 @@ class IndexLockedError(StoreError):
     """Another process is writing to this index."""
 
 
+class UsageError(RagloomError, ValueError):
+    """A command or call was given an argument it cannot act on (an empty path, a negative count)."""
+
+
 class QueryError(RagloomError, ValueError):
     """The search request itself is invalid (empty query, bad filter)."""
 

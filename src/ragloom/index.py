@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import time
 import warnings
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,11 @@ from .errors import (
     RagloomWarning,
     SourceNotFoundError,
     UnsupportedFormatError,
+    UsageError,
 )
 from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .audit import AuditEvent, ChainReport
 from .retrieve.base import QueryPlan, SearchContext, SearchResult
@@ -198,7 +199,7 @@ class Index:
             seen: set[str] = set()
             pending: list[_Pending] = []
             for file in plan:
-                source = str(file.resolve())
+                source = source_id(file)
                 seen.add(source)
                 item = self._prepare(file, source, report)
                 status = "unchanged" if item is None else "read"
@@ -209,9 +210,13 @@ class Index:
                         pending = []
                 progress.file_done(source, status)
             self._write(pending, report, progress)
+            # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
+            kept = [failure.path for failure in report.failed]
             for folder in folders:
                 for record in self.store.list_sources():
-                    if _is_under(record.path, folder) and record.path not in seen:
+                    if _is_under(record.path, folder) and record.path not in seen and not any(
+                        record.path == path or _is_under(record.path, path) for path in kept
+                    ):
                         self.store.delete_source(record.path)
                         report.removed.append(record.path)
             self.store.flush()
@@ -237,13 +242,25 @@ class Index:
     ) -> tuple[list[Path], list[str]]:
         files: list[Path] = []
         folders: list[str] = []
+        settings = self.config.ingest
+
+        def failed(where: str, why: str) -> None:
+            report.failed.append(FileFailure(where, why))
+
+        def skipped(where: str, why: str) -> None:
+            report.warnings.append(f"{where}: {why}")
+
         for raw in paths:
             path = Path(raw).expanduser()
-            if not path.exists():
+            if not path.exists() and not path.is_symlink():
                 raise SourceNotFoundError(str(raw))
+            if name_problem(path) is not None:
+                failed(display_name(path), str(name_problem(path)))
+                continue
             if path.is_dir():
                 folders.append(str(path.resolve()))
-                for file in walk(path, glob or self.config.ingest.glob, self.config.ingest.exclude):
+                found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+                for file in found:
                     if is_supported(file):
                         files.append(file)
                     else:
@@ -257,12 +274,13 @@ class Index:
     def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
         """Load and chunk a file, or None when it is unchanged since the last ingest."""
         try:
-            data = file.read_bytes()
-            stat = file.stat()
-        except OSError as exc:
-            report.failed.append(FileFailure(source, f"cannot read: {exc.strerror or exc}"))
+            content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000))
+        except FileRejected as exc:
+            report.failed.append(FileFailure(source, str(exc)))
             return None
-        digest = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(content.data).hexdigest()
+        mtime, size = content.mtime, content.size
+        del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy
@@ -278,7 +296,7 @@ class Index:
         chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
-            path=source, content_hash=digest, mtime=stat.st_mtime, size=stat.st_size,
+            path=source, content_hash=digest, mtime=mtime, size=size,
             chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
@@ -332,17 +350,24 @@ class Index:
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
-        target = str(Path(path).expanduser().resolve())
         with exclusive_write_lock(self.path):
-            removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
-            if not removed:
-                raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
-            with self.store.audited("remove", {"path": target}) as summary:
+            removed = self.sources_under(path)
+            with self.store.audited("remove", {"path": source_id(path)}) as summary:
                 for source in removed:
                     self.store.delete_source(source)
                 self.store.flush()
                 summary["removed"] = len(removed)
         return removed
+
+    def sources_under(self, path: str | Path) -> list[str]:
+        """The indexed sources that ``path`` names: one file, or every file under a folder."""
+        if not str(path).strip():
+            raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
+        target = source_id(path)
+        matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+        if not matched:
+            raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+        return matched
 
     # -- search -----------------------------------------------------------------------------------
     def search(
@@ -461,17 +486,23 @@ class Index:
         return self.store.list_sources()
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
-        return self.store.recent_searches(last)
+        return self.store.recent_searches(_audit_limit(last))
 
     def audit_events(
         self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
     ) -> list[AuditEvent]:
         """The newest entries of the audit log (searches and writes), newest first."""
-        return self.store.audit_events(last, kinds, exclude)
+        return self.store.audit_events(_audit_limit(last), kinds, exclude)
 
     def verify_audit(self) -> ChainReport:
         """Check the audit log's hash chain; the report names the first broken entry."""
         return self.store.verify_audit()
+
+
+def _audit_limit(last: int) -> int:
+    if last < 1:
+        raise UsageError(f"last={last}: ask for at least one audit entry")
+    return min(last, 2**62)  # SQLite integers are 64-bit
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
@@ -486,26 +517,6 @@ def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: P
             f"but the configured embedder is {configured}. Use the same embedder, "
             "or ingest into a new index directory (--index DIR)."
         )
-
-
-def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
-    """Files under ``folder`` matching any pattern and no exclusion, in sorted order."""
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if any(_glob_match(relative, p) for p in exclude):
-                continue
-            if any(_glob_match(relative, p) for p in patterns):
-                yield path
-
-
-def _glob_match(relative: str, pattern: str) -> bool:
-    if fnmatch.fnmatch(relative, pattern):
-        return True
-    # "**/" may match zero folders: "**/*.md" also matches "top.md".
-    return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
 
 
 def set_aside_index(folder: str | Path) -> Path | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..config import CONFIG_FILENAME, annotated_yaml
 from ..audit import AuditEvent
@@ -50,6 +51,10 @@ def init_command(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write an annotated ragloom.yaml with every setting and its default."""
+    if path.is_dir():
+        path = path / CONFIG_FILENAME
+    if not path.parent.is_dir():
+        raise RagloomError(f"cannot write {path}: the folder {path.parent} does not exist; create it first")
     if path.exists() and not force:
         raise RagloomError(f"{path} already exists; pass --force to overwrite it")
     path.write_text(annotated_yaml(), encoding="utf-8")
@@ -58,7 +63,7 @@ def init_command(
 
 def audit_command(
     ctx: typer.Context,
-    last: int = typer.Option(10, "--last", "-n", help="How many recent entries."),
+    last: int = typer.Option(10, "--last", "-n", min=1, help="How many recent entries."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     verify: bool = typer.Option(False, "--verify", help="Check the log's hash chain; name the first broken entry."),
     kind: str = typer.Option("all", "--kind", help="all, search (searches only) or write (ingest, remove, migrate)."),
@@ -86,12 +91,13 @@ def audit_command(
     for event in entries:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.created_at))
         if event.kind != "search":
-            console.print(f"[bold]{when}[/]  #{event.seq}  {event.kind}  {_write_summary(event.entry)}",
+            console.print(Text.assemble((when, "bold"), f"  #{event.seq}  {event.kind}  {_write_summary(event.entry)}"),
                           highlight=False)
             continue
         entry = search_from_event(event)
-        console.print(f"[bold]{when}[/]  #{event.seq}  search  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
-                      f"filters={json.dumps(entry.filters)}  [cyan]{entry.query}[/]", highlight=False)
+        console.print(Text.assemble((when, "bold"), f"  #{event.seq}  search  {entry.mode}  k={entry.k}  "
+                                    f"{entry.elapsed_ms:.1f} ms  filters={json.dumps(entry.filters)}  ",
+                                    (entry.query, "cyan")), highlight=False)
         for hit in entry.hits:
             console.print(f"    {hit['rank']:>3}  {hit['score']:.4f}  {display_path(hit['source'])}  {hit['chunk_id'][:12]}",
                           highlight=False)
