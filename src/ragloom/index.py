@@ -451,11 +451,13 @@ def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Itera
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if any(_glob_match(relative, p) for p in exclude):
-                continue
-            if any(_glob_match(relative, p) for p in patterns):
+            if is_selected(path.relative_to(folder).as_posix(), patterns, exclude):
                 yield path
+
+
+def is_selected(relative: str, patterns: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a file at ``relative`` (a POSIX path inside a folder) is read when the folder is ingested."""
+    return not any(_glob_match(relative, p) for p in exclude) and any(_glob_match(relative, p) for p in patterns)
 
 
 def _glob_match(relative: str, pattern: str) -> bool:
