@@ -144,7 +144,11 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 
 class BodyLimitMiddleware:
-    """413 for a request body larger than ``limit`` bytes, declared or streamed."""
+    """413 for a request body larger than ``limit`` bytes, declared or streamed.
+
+    A streamed body is cut off where it crosses the limit; whatever the app then answers
+    (FastAPI turns a failed body read into a 400) is replaced by the 413.
+    """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -154,22 +158,38 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_large = f"the request body is larger than {self.limit} bytes (server.max_body_bytes)"
+        too_large = error_response(
+            413, "payload_too_large", f"the request body is larger than {self.limit} bytes (server.max_body_bytes)")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await error_response(413, "payload_too_large", too_large)(scope, receive, send)
+            await too_large(scope, receive, send)
             return
-        seen = 0
+        seen, exceeded, answered = 0, False, False
 
         async def limited() -> Message:
-            nonlocal seen
+            nonlocal seen, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise ApiError(413, "payload_too_large", too_large)
+                    exceeded = True
+                    raise ApiError(413, "payload_too_large", "request body too large")
             return message
 
-        await self.app(scope, limited, send)
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            if not exceeded:
+                await send(message)
+            elif not answered:
+                answered = True
+                await too_large(scope, receive, send)
+
+        try:
+            await self.app(scope, limited, sending)
+        except Exception:
+            if not exceeded:
+                raise
+        if exceeded and not answered:
+            await too_large(scope, receive, send)
 
 
 class MetricsMiddleware:

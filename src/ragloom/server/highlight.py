@@ -8,7 +8,8 @@ from functools import lru_cache
 
 from ..stores.embedded.lexical import english_analyzer
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Words as tantivy's simple tokenizer cuts them: runs of letters and digits (not "_").
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _local = threading.local()
 
 
