@@ -44,6 +44,8 @@ class IndexService:
             self._all_readers.append(reader)
             self._readers.put(reader)
         self.reader_count = len(self._all_readers)
+        self._writes = 0  # bumped after every write; a reader that saw fewer reloads its BM25 view
+        self._seen: dict[int, int] = {}
 
     def close(self) -> None:
         for reader in self._all_readers:
@@ -57,6 +59,10 @@ class IndexService:
         """An index for this thread alone, returned to the pool afterwards."""
         index = self._readers.get()
         try:
+            writes = self._writes
+            if self._seen.get(id(index)) != writes:
+                _reload_lexical(index)
+                self._seen[id(index)] = writes
             yield index
         finally:
             self._readers.put(index)
@@ -125,12 +131,23 @@ class IndexService:
         try:
             yield self.writer
         finally:
+            self._writes += 1
             self._write_lock.release()
 
     def remove_source(self, sid: str, wait: float = 5.0) -> list[str]:
         record = self.source(sid)
         with self.writing(wait) as index:
             return index.remove(record.path)
+
+
+def _reload_lexical(index: Index) -> None:
+    """Show a reader the writer's last BM25 commit now. The embedded store's tantivy readers
+    reload on their own only after a delay (about half a second), so a search right after an
+    ingest would miss the new chunks on the lexical side."""
+    lexical = getattr(index.store, "lexical", None)
+    reload = getattr(getattr(lexical, "index", None), "reload", None)
+    if callable(reload):
+        reload()
 
 
 class QueryTooLongError(QueryError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import threading
@@ -83,3 +84,11 @@ def running_server(config: Config, root: Path, docs: Path) -> Iterator[Served]:
 def server_config(root: Path, docs: Path, **server: Any) -> Config:
     settings = {"allowed_roots": [str(docs)], "api_key": API_KEY, "search_threads": 4, **server}
     return Config.from_dict({"index": str(root / "index"), "server": settings})
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This environment without RAGLOOM_* settings, with PYTHONPATH made absolute (children run elsewhere)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    return {**env, **extra}
