@@ -79,6 +79,12 @@ class IngestJobs:
             event.wait(timeout)
         return self.get(job_id)
 
+    def recent(self, limit: int) -> list[IngestJobModel]:
+        """The latest jobs, newest first."""
+        with self._lock:
+            jobs = list(self._jobs.values())[-limit:]
+        return [job.model_copy(deep=True) for job in reversed(jobs)]
+
     def report(self, job_id: str) -> IngestReport | None:
         """What a finished job did, as the library reports it."""
         return self._reports.get(job_id)

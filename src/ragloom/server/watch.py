@@ -59,6 +59,8 @@ class FolderWatcher:
         self.ignore = [Path(p).expanduser().resolve() for p in ignore]
         self.on_batch = on_batch
         self.stop_event = threading.Event()
+        #: Set once the folders are watched and the first catch-up ingest is done.
+        self.ready = threading.Event()
 
     def batch_for(self, changed: Iterable[str]) -> Batch:
         """Sort changed paths into files to ingest and paths to remove, as they are now."""
@@ -90,11 +92,17 @@ class FolderWatcher:
     def run(self, *, initial: bool = True) -> None:
         """Catch up with the folders (one incremental ingest), then follow changes until ``stop``."""
         watchfiles = require("watchfiles", extra="server", feature="watching folders")
-        if initial:
-            self._apply(Batch(ingest=[str(f) for f in self.folders]))
         debounce = self.config.watch.debounce_ms
-        for changes in watchfiles.watch(*self.folders, debounce=debounce, step=min(300, debounce),
-                                        stop_event=self.stop_event, raise_interrupt=False):
+        changes_seen = watchfiles.watch(
+            *self.folders, debounce=debounce, step=min(300, debounce), stop_event=self.stop_event,
+            raise_interrupt=False, rust_timeout=1000, yield_on_timeout=True,
+        )
+        for changes in changes_seen:
+            if not self.ready.is_set():
+                # The first yield comes once the folders are watched: catching up now misses nothing.
+                self._apply(Batch(ingest=[str(f) for f in self.folders]) if initial else Batch())
+                self.ready.set()
+                continue
             self._apply(self.batch_for(path for _, path in changes))
 
     def start(self, *, initial: bool = True) -> threading.Thread:

@@ -7,7 +7,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
@@ -64,6 +64,12 @@ async def ingest(request: Request, response: Response, state: Writer) -> IngestJ
         job = state.jobs.submit([str(p) for p in resolved], origin="api", glob=body.glob)
     response.headers["Location"] = f"/v1/ingest/{job.id}"
     return job
+
+
+@router.get("/ingest", response_model=list[IngestJobModel], responses=ERRORS)
+async def ingest_jobs(state: Reader, last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
+    """Recent ingest jobs, newest first: from the API, from uploads and from watched folders."""
+    return state.jobs.recent(last)
 
 
 @router.get("/ingest/{job_id}", response_model=IngestJobModel, responses=ERRORS)
