@@ -65,12 +65,13 @@ def build_mcp(service: IndexService, config: Config) -> Any:
 
     @server.tool(annotations=read_only)
     def search(
-        query: str, k: int = 5, where: dict[str, Any] | None = None,
+        query: str, k: int | None = None, where: dict[str, Any] | None = None,
         mode: Literal["hybrid", "dense", "lexical"] | None = None,
     ) -> SearchResult:
         """Find the passages of the user's documents that best match a query, best first.
 
-        `where` filters on metadata, e.g. {"page": {"$gte": 2}} or {"source": "/path/file.md"};
+        `k` passages (default: the index's search.k); `where` filters on metadata, e.g.
+        {"page": {"$gte": 2}} or {"source": "/path/file.md"};
         `mode` is hybrid (default), dense (meaning) or lexical (exact words, BM25).
         """
         result = guarded(lambda: service.search(query, k, where=where, mode=mode))

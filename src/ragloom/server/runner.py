@@ -21,6 +21,8 @@ def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), lo
     from .service import IndexService
     from .watch import FolderWatcher, apply_through_jobs
 
+    if not logging.getLogger().handlers:  # uvicorn configures only its own loggers
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     service = IndexService(config)
     try:
         app = create_app(config, service)
