@@ -22,7 +22,14 @@ def serve_command(
     config = state(ctx).config()
     host = host or config.server.host
     port = port or config.server.port
+    from ..server.security import API_KEY_ENV, configured_key
+
     err_console.print(f"serving {display_path(config.index)} at http://{host}:{port}/  (API docs: /docs)")
+    if configured_key(config.server) is None:
+        err_console.print(f"writes (ingest, delete) are off: set {API_KEY_ENV} or server.api_key to allow them")
+    elif host not in ("127.0.0.1", "localhost", "::1") and not config.server.require_key_for_reads:
+        err_console.print("[yellow]warning:[/] anyone who can reach this address can search the index; "
+                          "set server.require_key_for_reads: true to ask for the key")
     serve(config, host=host, port=port, watch=watch or [])
 
 

@@ -77,18 +77,18 @@ class IndexService:
                 f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
                 "(server.max_query_chars)"
             )
+        # Index.search reports these through warnings.warn, which threads serving many requests
+        # cannot catch per request (catch_warnings is process-wide): they go into the response.
         notes: list[str] = []
         k_used = settings.k if k is None else min(max(k, settings.k_min), settings.k_max)
         if k is not None and k_used != k:
             notes.append(f"k={k} is outside the allowed range {settings.k_min}..{settings.k_max}; using k={k_used}")
         with self.reader() as index:
-            if index.store.count() == 0:
-                if not query.strip():
-                    raise QueryError("the query is empty; give some words to search for")
+            if index.store.count() == 0 and query.strip():
                 notes.append("the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
                 hits: list[Hit] = []
             else:
-                hits = index.search(query, k_used, where=where, mode=mode)
+                hits = index.search(query, k_used, where=where, mode=mode)  # checks the query and filter
         terms = query_terms(query)
         return SearchResponse(
             query=query, mode=mode or settings.mode, k=k_used, took_ms=(time.perf_counter() - started) * 1000,
