@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -106,3 +107,29 @@ def test_serve_watch_ingests_changes_as_jobs(tmp_path):
         output = process.communicate(timeout=60)[0].decode(errors="replace")
     assert process.returncode == 0, output
     assert "Traceback" not in output, output
+
+
+def test_watch_command_reports_each_batch_and_stops_on_ctrl_c(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "one.md").write_text("# One\n\nWombats dig burrows.\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragloom", "--index", str(tmp_path / "index"), "watch", str(docs)],
+        cwd=tmp_path, env=subprocess_env(RAGLOOM_WATCH__DEBOUNCE_MS="300"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: any(line.startswith("added 1,") for line in lines))
+        (docs / "two.md").write_text("# Two\n\nNumbats eat termites.\n")
+        wait_until(lambda: sum(line.startswith("added 1,") for line in lines) == 2)
+        (docs / "one.md").unlink()
+        wait_until(lambda: any("removed 1," in line for line in lines))
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0 and "Traceback" not in errors, errors
+    with Index.open(tmp_path / "index", create=False) as index:
+        assert [Path(s.path).name for s in index.sources()] == ["two.md"]
