@@ -242,7 +242,7 @@ def search_during_ingest(url: str, queries: list[str], k: int, incoming: Path) -
 
 
 def print_table(results: list[dict], levels: list[int]) -> None:
-    print(f"\n| clients | path | searches | searches/s | p50 ms | p95 ms | errors | HTTP/in-process throughput |")
+    print("\n| clients | path | searches | searches/s | p50 ms | p95 ms | errors | HTTP/in-process throughput |")
     print("|---|---|---|---|---|---|---|---|")
     baseline = {r["clients"]: r["qps"] for r in results if r["path"] == "in-process"}
     for clients in levels:
