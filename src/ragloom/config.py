@@ -191,6 +191,35 @@ class LLMConfig(Section):
     retry_base_delay: RetryBaseDelay = 0.5
 
 
+class McpConfig(Section):
+    ingest: bool = Field(False, description="offer the ingest tool to MCP clients (paths must be inside server.allowed_roots)")
+
+
+class ServerConfig(Section):
+    host: str = Field("127.0.0.1", description="address `ragloom serve` listens on; 0.0.0.0 exposes it to the network")
+    port: int = Field(8000, ge=1, le=65535, description="port `ragloom serve` listens on")
+    api_key: str | None = Field(
+        None, description="key that writes (ingest, delete) must send; None = the RAGLOOM_API_KEY environment "
+        "variable; with neither, writes are refused",
+    )
+    require_key_for_reads: bool = Field(False, description="ask for the API key on searches and listings too")
+    allowed_roots: list[str] = Field(
+        default_factory=list, description="folders whose files POST /v1/ingest and the MCP ingest tool may read by path; "
+        "empty = ingest by path is refused (uploads still work)",
+    )
+    upload_dir: str | None = Field(None, description="where uploaded files are kept; None = <index>/uploads")
+    max_upload_bytes: int = Field(50_000_000, ge=1, description="largest uploaded file")
+    max_body_bytes: int = Field(100_000_000, ge=1, description="largest request body")
+    max_query_chars: int = Field(2000, ge=1, description="longest query accepted")
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS; empty = CORS off")
+    search_threads: int = Field(4, ge=1, description="searches served at once, each with its own store connection")
+    mcp: McpConfig = Field(default_factory=McpConfig)
+
+
+class WatchConfig(Section):
+    debounce_ms: int = Field(1600, ge=1, description="changes arriving within this window are ingested together")
+
+
 class Config(Section):
     index: str = Field(".ragloom", description="directory that holds the index")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -200,6 +229,8 @@ class Config(Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
 
     @classmethod
     def load(
@@ -321,7 +352,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 # project mentions is either here or a setting.
 NON_CONFIG_ENV = frozenset({
     "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
-    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG",
+    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY",
 })
 
 

@@ -100,9 +100,9 @@ def state(ctx: typer.Context) -> State:
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, search
+    from . import admin, ingest, search, serve
 
-    for module in (ingest, search, admin):
+    for module in (ingest, search, admin, serve):
         module.register(app)
     for optional in ("migrate", "eval", "providers"):
         try:
