@@ -16,6 +16,10 @@ def print_explanation(result: SearchResult, shown: int = 10) -> None:
                   f"[bold]query seen by retrievers[/] {escape(plan.text)!r}", highlight=False)
     for note in plan.notes:
         console.print(f"  understood: {escape(note)}", highlight=False)
+    if result.cache is not None:
+        c = result.cache
+        console.print(f"[bold]query cache[/] {'hit' if c['hit'] else 'miss'}   {c['hits']} hits, {c['misses']} misses, "
+                      f"{c['size']}/{c['capacity']} kept (this process)", highlight=False)
     steps = Table(title="pipeline", title_justify="left")
     for column, justify in (("step", "left"), ("ms", "right"), ("in", "right"), ("out", "right"), ("note", "left")):
         steps.add_column(column, justify=justify)
