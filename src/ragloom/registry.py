@@ -55,6 +55,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "mmr": "ragloom.retrieve.stages.mmr:MMRStage",
         "dedup": "ragloom.retrieve.stages.dedup:DedupStage",
         "boosts": "ragloom.retrieve.stages.boosts:BoostStage",
+        "rollup": "ragloom.retrieve.stages.rollup:RollupStage",
     },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",

@@ -277,3 +277,24 @@ def test_unknown_stage_lists_the_valid_ones() -> None:
 def test_plan_defaults_are_inert() -> None:
     plan = QueryPlan(text="x", k=3)
     assert plan.hint("boost", []) == [] and plan.phrases == ()
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+def test_explain_shows_what_was_understood_and_each_stage(tmp_path: Path, sample_docs: list[Path]) -> None:
+    import json
+    import shutil
+
+    from test_cli import run
+
+    shutil.copytree(sample_docs[0].parent, tmp_path / "docs")
+    (tmp_path / "ragloom.yaml").write_text("search:\n  pipeline: [hybrid, dedup, {mmr: {lambda: 0.8}}]\n")
+    run("ingest", "docs", cwd=tmp_path)
+    out = run("search", 'tag:none source:nowhere.md "ROS 2" nodes', "--explain", cwd=tmp_path).stdout
+    assert "understood: tag:none -> filter tags = 'none'" in out and "understood: \"ROS 2\" must appear" in out
+    assert "dedup" in out and "mmr" in out and "query cache miss" in out
+    payload = json.loads(run("search", "how do ROS 2 nodes talk", "--explain", "--json", cwd=tmp_path).stdout)
+    assert [step["name"] for step in payload["trace"]] == ["hybrid", "dedup", "mmr"]
+    assert payload["cache"]["hit"] is False
+    status = run("status", "--json", cwd=tmp_path).stdout
+    assert json.loads(status)["cache"]["results"]["capacity"] == 256

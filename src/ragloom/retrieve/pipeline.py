@@ -35,6 +35,12 @@ PRESETS: dict[str, list[StepSpec]] = {
     "dense": [{"dense": {}}],
     "lexical": [{"lexical": {}}],
     "hybrid": [{"hybrid": {}}],
+    # Chosen by measurement on SciFact (benchmarks/pipeline.py, BENCHMARKS.md "The query pipeline").
+    # fast: today's hybrid. balanced: cheap levers only -- a cross-encoder over even 5 passages
+    # costs more than its 150 ms budget on 2 cores. precise: the cross-encoder over the top 20.
+    "fast": [{"hybrid": {}}],
+    "balanced": [{"hybrid": {}}, {"rollup": {}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20}}, {"boosts": {}}],
 }
 
 
