@@ -100,7 +100,7 @@ def scores_of(run: dict[str, dict[str, float]], qrels) -> dict[str, float]:
 # -- phase 1: tuning on train ------------------------------------------------------------------
 
 def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, colbert: bool,
-         depth: int) -> dict[str, Any]:
+         depth: int, prf: bool) -> dict[str, Any]:
     queries = subset(train.queries, n_queries)
     cached: dict[str, Any] = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     hybrid = view(index)
@@ -162,6 +162,11 @@ def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, c
         results[f"rollup share={share}"] = evaluate(rollup(share))
     if colbert:
         results.update(colbert_check(data, queries, evaluate))
+    if prf:
+        for docs, weight in ((3, 0.2), (3, 0.4), (5, 0.3), (10, 0.3)):
+            idx = view(index, [{"hybrid": {"prf_docs": docs, "prf_weight": weight}}])
+            run = {qid: search_documents(idx, text, 100, None, depth) for qid, text in queries.items()}
+            results[f"hybrid + Rocchio prf_docs={docs} prf_weight={weight}"] = scores_of(run, train.qrels)["nDCG@10"]
     print("| train nDCG@10 | value |\n|---|---|")
     for name, value in results.items():
         print(f"| {name} | {value:.4f} |")
@@ -241,6 +246,7 @@ def main() -> None:
     parser.add_argument("--rerank-depth", type=int, default=30, help="chunks the cross-encoder scores when tuning")
     parser.add_argument("--tune-cache", type=Path, default=ROOT / "results" / "pipeline-tune.json")
     parser.add_argument("--colbert", action="store_true", help="also the short ColBERT check (slow: encodes chunks)")
+    parser.add_argument("--prf", action="store_true", help="also sweep Rocchio feedback (runs real searches)")
     parser.add_argument("--test-queries", type=int, default=0, help="subset of the 300 test queries (0 = all)")
     parser.add_argument("--rows", default="", help="comma-separated rows (e.g. hybrid,rerank,balanced)")
     parser.add_argument("--skip-table", action="store_true")
@@ -251,7 +257,7 @@ def main() -> None:
         depth = initial_depth(100, index.store.count(), documents)
         if args.tune:
             tune(index, load_beir(args.data, "train"), args.train_queries, args.rerank_depth, args.tune_cache,
-                 args.colbert, depth)
+                 args.colbert, depth, args.prf)
         if args.skip_table:
             return
         test = load_beir(args.data, "test")

@@ -53,7 +53,7 @@ def understand(
         text = _rule(text, rule, result)
     text = " ".join(text.split())
     if not text:  # only operators: search for their values rather than for nothing
-        text = " ".join(result.hints.pop("operator_values", [])) or " ".join(query.replace('"', " ").split())
+        text = " ".join(result.hints.pop("operator_values", [])) or " ".join(query.replace('"', " ").split()) or query
     result.hints.pop("operator_values", None)
     result.text = text
     if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
