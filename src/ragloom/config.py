@@ -89,6 +89,22 @@ class ChunkingConfig(Section):
         return self
 
 
+class EnrichConfig(Section):
+    """Metadata derived from each chunk at ingest, for filters and boosts (see ingest/enrich.py)."""
+
+    enabled: bool = Field(True, description="derive is_critical, phase and front-matter fields at ingest")
+    critical_markers: list[str] = Field(
+        default_factory=lambda: ["MANDATORY", "CRITICAL"],
+        description="words (matched whole and case-sensitively) that mark a chunk is_critical: true",
+    )
+    phase_pattern: str = Field(
+        r"\bPhase\s+(\d+)\b", description="regex on the chunk's section headers; group 1 becomes phase (an integer)"
+    )
+    front_matter: bool = Field(
+        True, description="copy scalar fields and tags of a Markdown file's YAML front matter to its chunks"
+    )
+
+
 class IngestConfig(Section):
     glob: list[str] = Field(default_factory=lambda: ["**/*"], description="which files of a folder to read")
     exclude: list[str] = Field(
@@ -101,6 +117,7 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
+    enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 
 class ChromaStoreConfig(Section):
@@ -139,6 +156,63 @@ class StoreConfig(Section):
         return expand_shorthands({"store": data})["store"]
 
 
+class MatchRule(Section):
+    """A query understanding rule: where ``pattern`` matches the query, ``field`` = group 1."""
+
+    pattern: str = Field(description="regex, case-insensitive; group 1 is the value")
+    field: str = Field(description="metadata field the value is compared with")
+    action: Literal["filter", "boost", "off"] = Field("boost", description="filter: only matching chunks; "
+                                                      "boost: matching chunks score higher (boosts stage)")
+    value_type: Literal["int", "float", "str"] = Field("str", description="how the captured text is read")
+    weight: float = Field(0.1, description="boost added to a matching chunk's normalised score")
+    strip: bool = Field(False, description="remove the matched words from the text retrievers see")
+
+
+class OperatorRule(Section):
+    """``name:value`` in a query becomes a filter on ``field``."""
+
+    field: str = Field(description="metadata field filtered on")
+    op: Literal["$eq", "$gt", "$gte", "$lt", "$lte", "source"] = Field(
+        "$eq", description="comparison; source: the value names a file (path suffix or glob)"
+    )
+    value_type: Literal["str", "int", "date"] = Field("str", description="date: YYYY, YYYY-MM or YYYY-MM-DD")
+
+
+class UnderstandConfig(Section):
+    enabled: bool = Field(True, description="turn operators, quoted phrases and rules in the query into the plan")
+    rules: list[MatchRule] = Field(
+        default_factory=lambda: [MatchRule(pattern=r"\bphase\s+(\d+)\b", field="phase", value_type="int")],
+        description="pattern rules; the default boosts chunks whose phase matches 'phase N'",
+    )
+    operators: dict[str, OperatorRule] = Field(
+        default_factory=lambda: {
+            "source": OperatorRule(field="source", op="source"),
+            "tag": OperatorRule(field="tags"),
+            "after": OperatorRule(field="date", op="$gte", value_type="date"),
+            "before": OperatorRule(field="date", op="$lt", value_type="date"),
+        },
+        description="name:value operators and the filter each becomes",
+    )
+    phrases: bool = Field(True, description='"quoted phrase" must appear in every hit')
+    identifier_alpha: float | None = Field(
+        0.5, ge=0.0, le=1.0,
+        description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
+        "error codes); None = leave it",
+    )
+    identifier_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"^\S*[a-z0-9]_[a-z0-9]\S*$", r"^\S*[a-z][A-Z]\S*$", r"^[A-Z][A-Z0-9]*[-_]?\d{2,}$",
+            r"^\S+\.\S+\(\)?$", r"^[A-Z][A-Z0-9_]{3,}$",
+        ],
+        description="regexes; a query whose every word matches one of them is an identifier",
+    )
+
+
+class CacheConfig(Section):
+    size: int = Field(256, ge=0, description="recent search results kept (0 disables the result cache)")
+    embeddings: int = Field(1024, ge=0, description="recent query embeddings kept (0 disables)")
+
+
 class SearchConfig(Section):
     mode: str = Field(
         "hybrid", description="default search preset: dense, lexical, hybrid, or another preset "
@@ -159,6 +233,12 @@ class SearchConfig(Section):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    fallback: Literal["grep", "none"] = Field(
+        "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
+        "stored chunk texts (hits marked retrieval=grep), or none (raise / return nothing)"
+    )
+    understand: UnderstandConfig = Field(default_factory=UnderstandConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
 
     @model_validator(mode="after")
     def _k_range(self) -> SearchConfig:
@@ -393,7 +473,9 @@ def _emit(model: BaseModel, lines: list[str], indent: int) -> None:
             if indent == 0:
                 lines.append("")
             continue
-        rendered = yaml.safe_dump(value, default_flow_style=True).strip()
+        if isinstance(value, (list, dict)):  # may hold models (search.understand.rules)
+            value = model.model_dump(mode="json", include={name})[name]
+        rendered = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
         if rendered.endswith("\n..."):
             rendered = rendered[: -len("\n...")]
         rendered = rendered.removesuffix("\n...").strip()

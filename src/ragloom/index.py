@@ -29,12 +29,17 @@ from .errors import (
 )
 from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
+from . import registry
 from .audit import AuditEvent, ChainReport
-from .retrieve.base import QueryPlan, SearchContext, SearchResult
+from .retrieve.base import QueryPlan, SearchContext, SearchResult, StageTrace
+from .retrieve.cache import LRUCache, result_key
+from .retrieve.understand import understand
 from .retrieve.pipeline import Pipeline, build_pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
+from .tracing import set_attributes, span
 from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock, store_exists
 from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
@@ -83,6 +88,8 @@ class Index:
         #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
         self._components: dict[str, Any] = {}
         self._warned_read_only = False
+        self._results: LRUCache[SearchResult] = LRUCache(config.search.cache.size)
+        self._embeddings: LRUCache[np.ndarray] = LRUCache(config.search.cache.embeddings)
 
     @classmethod
     def open(
@@ -283,7 +290,7 @@ class Index:
         del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = self.store.get_source(source)
         chunker = self.chunker_for(file)
-        policy = chunker.policy
+        policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
@@ -293,7 +300,8 @@ class Index:
             report.failed.append(FileFailure(source, str(exc)))
             return None
         report.warnings.extend(result.warnings)
-        chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
+        enrich = self.config.ingest.enrich
+        chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
@@ -397,27 +405,71 @@ class Index:
     ) -> SearchResult:
         """Like ``search``, with the plan and a per-step trace (what ``--explain`` shows)."""
         started = time.perf_counter()
-        settings = self.config.search
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
-        plan = QueryPlan(
-            text=query, original=query, k=self.clamp_k(k), conditions=tuple(parse_where(where)),
-            where=dict(where or {}), min_score=settings.min_score if min_score is None else min_score,
-            preset=pipeline.name,
-        )
-        if self.store.count() == 0:
-            warnings.warn(
-                f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
-                RagloomWarning, stacklevel=2,
-            )
-            result = SearchResult([], plan)
-        else:
-            result = pipeline.run(plan, self.search_context())
+        plan = self._plan_query(query, self.clamp_k(k), where, min_score, pipeline.name)
+        with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
+            if self.store.count() == 0:
+                warnings.warn(
+                    f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
+                    RagloomWarning, stacklevel=2,
+                )
+                result = SearchResult([], plan)
+            else:
+                result = self._cached_run(pipeline, plan)
+            set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.config.audit.enabled:
             self._audit(result, k, pipeline)
         return result
+
+    def _plan_query(
+        self, query: str, k: int, where: Mapping[str, Any] | None, min_score: float | None, preset: str
+    ) -> QueryPlan:
+        """The plan: the caller's settings plus what query understanding found in the text."""
+        settings = self.config.search
+        understood = understand(query, settings.understand, lambda: [r.path for r in self.store.list_sources()])
+        merged: dict[str, Any] = dict(where or {})
+        for key, spec in understood.where.items():  # for the audit log and the cache key
+            merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
+        return QueryPlan(
+            text=understood.text, original=query, k=k,
+            conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
+            phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
+            min_score=settings.min_score if min_score is None else min_score, preset=preset,
+        )
+
+    def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
+        """The pipeline's result, from the query cache when the same search ran since the last write."""
+        generation = self.store.generation()
+        fallback = None if self.config.search.fallback == "none" else \
+            registry.resolve("retriever", self.config.search.fallback)()
+        if generation is None or self._results.capacity <= 0:
+            return pipeline.run(plan, self.search_context(), fallback)
+        began = time.perf_counter()
+        key = result_key(
+            plan.original, generation, k=plan.k, where=plan.where, min_score=plan.min_score, steps=pipeline.steps,
+            preset=pipeline.name, search=self.config.search.model_dump(mode="json", exclude={"cache"}),
+        )
+        cached = self._results.get(key)
+        if cached is not None:
+            step = StageTrace("cache", (time.perf_counter() - began) * 1000, len(cached.hits), len(cached.hits),
+                              {h.chunk_id: h.score for h in cached.hits}, "hit")
+            return SearchResult(list(cached.hits), cached.plan, [step, *cached.trace],
+                                cache={"hit": True, **self._results.stats().to_dict()})
+        result = pipeline.run(plan, self.search_context(), fallback)
+        if not any(step.note.startswith("fallback") for step in result.trace):  # retry the real search next time
+            self._results.put(key, result)
+        result.cache = {"hit": False, **self._results.stats().to_dict()}
+        return result
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Hits, misses and size of this process's query-result and query-embedding caches."""
+        return {"results": self._results.stats().to_dict(), "embeddings": self._embeddings.stats().to_dict()}
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        return self._embeddings.get_or_compute(text, lambda: self.embedder.embed_query(text))
 
     def pipeline(self, mode: str | None = None) -> Pipeline:
         """The search pipeline for a preset name (None: the configured pipeline), built once."""
@@ -432,7 +484,7 @@ class Index:
 
     def search_context(self) -> SearchContext:
         """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
-        return SearchContext(self.store, lambda: self.embedder, self.config, self._components)
+        return SearchContext(self.store, lambda: self.embedder, self.config, self._components, self._query_vector)
 
     def clamp_k(self, k: int | None) -> int:
         settings = self.config.search

@@ -48,8 +48,15 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
         "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
         "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+        "grep": "ragloom.retrieve.retrievers.grep:GrepRetriever",
     },
-    "stage": {},
+    "stage": {
+        "rerank": "ragloom.retrieve.stages.rerank:RerankStage",
+        "mmr": "ragloom.retrieve.stages.mmr:MMRStage",
+        "dedup": "ragloom.retrieve.stages.dedup:DedupStage",
+        "boosts": "ragloom.retrieve.stages.boosts:BoostStage",
+        "rollup": "ragloom.retrieve.stages.rollup:RollupStage",
+    },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",

@@ -27,8 +27,9 @@ def status_command(
     with state(ctx).open_index(read_only=True) as index:
         stats = index.stats()
         records = index.sources() if sources else []
+        cache = index.cache_stats()
     if as_json:
-        console.print_json(json.dumps({**stats.__dict__, "source_list": [r.__dict__ for r in records]}))
+        console.print_json(json.dumps({**stats.__dict__, "cache": cache, "source_list": [r.__dict__ for r in records]}))
         return
     table = Table(show_header=False, title=f"index {stats.path}", title_justify="left")
     table.add_row("sources", str(stats.sources))
@@ -37,6 +38,8 @@ def status_command(
     table.add_row("store", stats.store)
     table.add_row("chunking", stats.chunking_policy or "-")
     table.add_row("size on disk", _size(stats.disk_bytes))
+    for name, c in cache.items():  # a long-lived process (server, notebook) fills these
+        table.add_row(f"query cache ({name})", f"{c['size']}/{c['capacity']} kept, {c['hits']} hits, {c['misses']} misses")
     console.print(table)
     if records:
         listing = Table("source", "chunks", "ingested")

@@ -16,6 +16,11 @@ def print_explanation(result: SearchResult, shown: int = 10) -> None:
                                 ("   query seen by retrievers ", "bold"), repr(plan.text)), highlight=False)
     for note in plan.notes:
         console.print(f"  understood: {note}", highlight=False)
+    if result.cache is not None:
+        c = result.cache
+        console.print(Text.assemble(("query cache ", "bold"), f"{'hit' if c['hit'] else 'miss'}   {c['hits']} hits, "
+                                    f"{c['misses']} misses, {c['size']}/{c['capacity']} kept (this process)"),
+                      highlight=False)
     steps = Table(title="pipeline", title_justify="left")
     for column, justify in (("step", "left"), ("ms", "right"), ("in", "right"), ("out", "right"), ("note", "left")):
         steps.add_column(column, justify=justify)

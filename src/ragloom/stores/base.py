@@ -142,6 +142,16 @@ class Store(ABC):
             "give it an export_source(path) method to migrate from it"
         )
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        """Every chunk, in storage order (for the grep fallback)."""
+        raise StoreError(
+            f"the {self.name or type(self).__name__} store cannot list its chunks; give it an iter_chunks() method"
+        )
+
+    def generation(self) -> int | None:
+        """A number that changes with every write (the query cache's key); None when unknown."""
+        return None
+
     # -- audit --------------------------------------------------------------------------
     @abstractmethod
     def log_search(self, entry: AuditEntry) -> str:

@@ -46,6 +46,9 @@ class CatalogBacked:
     def list_sources(self) -> list[SourceRecord]:
         return self.catalog.list_sources()
 
+    def generation(self) -> int | None:
+        return self.catalog.generation()
+
     def log_search(self, entry: AuditEntry) -> str:
         return self.catalog.log_search(entry)
 

@@ -222,6 +222,10 @@ class VectorDBStore(CatalogBacked, Store):
     def count(self) -> int:
         return self._count()
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        for batch in self._scan():
+            yield from batch
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         found = self._load(list(dict.fromkeys(chunk_ids)), vectors=False)
         return [found[cid][0] for cid in chunk_ids if cid in found]

@@ -167,6 +167,10 @@ class EmbeddedStore(CatalogBacked, Store):
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return self.catalog.get_chunks(chunk_ids)
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        for _, chunk in self.catalog.iter_chunks():
+            yield chunk
+
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
         return run_or_rebuild(
