@@ -165,8 +165,8 @@ class LLMConfig(Section):
         "llamacpp", description="text generator: llamacpp (local GGUF, offline), ollama, openai, cohere"
     )
     model: str | None = Field(
-        None, description="model name, or a .gguf path for llamacpp; None = the provider's default "
-        "(llamacpp: the packaged SmolLM2-135M-Instruct)"
+        None, description="model name; for llamacpp a .gguf path or qwen2.5-coder-0.5b | qwen2.5-coder-1.5b | "
+        "smollm2 (tests only); None = the provider's default (llamacpp: qwen2.5-coder-0.5b, scripts/setup.sh --llm)"
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature; 0 = most likely tokens")
     max_tokens: int = Field(512, ge=1, description="longest answer generated, in tokens")
@@ -180,6 +180,32 @@ class LLMConfig(Section):
     retry_base_delay: RetryBaseDelay = 0.5
 
 
+class AnswerConfig(Section):
+    strategy: str = Field(
+        "auto", description="auto | extractive | standard | attributed | cove; auto = attributed when an LLM "
+        "is available, else extractive (no LLM)"
+    )
+    k: int = Field(5, ge=1, description="passages retrieved for an answer")
+    budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")
+    mode: str | None = Field(None, description="search preset used to retrieve for answers; None = search's own")
+    extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
+    unanswerable_below: float = Field(
+        0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
+        "answer is 'The sources do not say.' without asking the LLM"
+    )
+    support_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="attributed: support score below which a sentence is flagged unsupported"
+    )
+    support_checker: Literal["cross-encoder", "embedding", "overlap"] = Field(
+        "cross-encoder", description="how a sentence-passage pair is checked for support"
+    )
+    verification_questions: int = Field(3, ge=1, le=10, description="cove: verification questions asked")
+    prompts: dict[str, str] = Field(
+        default_factory=dict, description="override packaged prompt templates by name (system, standard, "
+        "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite)"
+    )
+
+
 class Config(Section):
     index: str = Field(".ragloom", description="directory that holds the index")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -189,6 +215,7 @@ class Config(Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
     @classmethod
     def load(

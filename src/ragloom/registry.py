@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import UnknownComponentError
 
-ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage")
+ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage", "strategy")
 
 _BUILTINS: dict[str, dict[str, str]] = {
     "chunker": {
@@ -43,6 +43,13 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
     "reranker": {
         "cohere": "ragloom.retrieve.rerankers.cohere:CohereReranker",
+        "cross-encoder": "ragloom.retrieve.rerankers.cross_encoder:CrossEncoder",
+    },
+    "strategy": {
+        "extractive": "ragloom.generate.strategies.extractive:Extractive",
+        "standard": "ragloom.generate.strategies.standard:Standard",
+        "attributed": "ragloom.generate.strategies.attributed:Attributed",
+        "cove": "ragloom.generate.strategies.cove:ChainOfVerification",
     },
     "retriever": {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
