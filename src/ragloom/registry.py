@@ -55,8 +55,13 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
         "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
         "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+        "hyde": "ragloom.retrieve.retrievers.transforms:HydeRetriever",
+        "multi-query": "ragloom.retrieve.retrievers.transforms:MultiQueryRetriever",
+        "corrective": "ragloom.retrieve.retrievers.corrective:CorrectiveRetriever",
     },
-    "stage": {},
+    "stage": {
+        "compress": "ragloom.retrieve.stages.compress:CompressStage",
+    },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",

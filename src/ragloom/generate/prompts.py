@@ -19,17 +19,14 @@ TEMPLATES: dict[str, str] = {
         "Answer in the language of the question. Be brief."
     ),
     "standard": (
-        "Sources:\n{context}\n\n"
-        "Question: {question}\n\n"
-        "Answer in one to three sentences using only the sources, citing them by number like [1]. "
-        f"If the sources do not contain the answer, reply exactly: {NO_ANSWER}"
+        "Sources:\n{context}\n\nQuestion: {question}\n\n"
+        "Answer the question in one or two sentences using the sources above, and cite the source number "
+        f"like [1] after each sentence. If no source mentions the answer, say: {NO_ANSWER}"
     ),
     "attributed": (
-        "Sources:\n{context}\n\n"
-        "Question: {question}\n\n"
-        "Answer in one to three short sentences using only the sources. End EVERY sentence with the number "
-        "of the source that supports it, like [2]. "
-        f"If the sources do not contain the answer, reply exactly: {NO_ANSWER}"
+        "Sources:\n{context}\n\nQuestion: {question}\n\n"
+        "Answer the question in one or two sentences using the sources above. End EVERY sentence with the "
+        f"number of the source that supports it, like [2]. If no source mentions the answer, say: {NO_ANSWER}"
     ),
     "attributed_retry": (
         "Your answer did not cite the sources. Answer again. Every sentence must end with a source "
