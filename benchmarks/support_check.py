@@ -31,9 +31,8 @@ import numpy as np
 from ragloom.config import AnswerConfig, EmbedderConfig
 from ragloom.context import sentences
 from ragloom.embed import create_embedder
-from ragloom.eval.answers import load_answers
-from ragloom.eval.beir import iter_jsonl, load_beir
 from ragloom.eval.answers import spread
+from ragloom.eval.beir import iter_jsonl, load_beir
 from ragloom.generate.citations import cross_encoder_support, embedding_support, overlap_support
 from ragloom.retrieve.rerankers.cross_encoder import CrossEncoder
 

@@ -64,6 +64,7 @@ def ask_stream(
         yield NO_ANSWER
         answer = _no_answer(request, name)
     else:
+        answer = None
         try:
             for piece in chosen.stream(request):
                 if isinstance(piece, Answer):
@@ -75,6 +76,7 @@ def ask_stream(
                 f"no LLM is reachable ({exc}); check llm.provider and llm.base_url in ragloom.yaml "
                 "(or RAGLOOM_LLM__BASE_URL), or answer without one: --strategy extractive"
             ) from exc
+        assert answer is not None, f"the {name} strategy finished without an answer"
     answer.seconds = time.perf_counter() - started
     yield answer
 

@@ -95,7 +95,8 @@ class step:
 def generate(request: AnswerRequest, messages: list[Message], *, stream: bool = True,
              max_tokens: int | None = None) -> Iterator[str]:
     """Ask the LLM, yielding its pieces when ``stream``; the whole text is the generator's return value."""
-    llm = request.require_llm("this")
+    llm = request.llm
+    assert llm is not None, "a strategy calls require_llm before it generates"
     request.tokens["prompt"] += sum(request.count_tokens(m["content"]) for m in messages)
     pieces: list[str] = []
     if stream:
@@ -155,7 +156,7 @@ def finish(request: AnswerRequest, text: str, strategy: str, *, check: bool = Fa
     citations = {n: Citation.from_hit(n, passages[n].hit, passages[n].text)
                  for n in cited_numbers(text) if n in passages}
     request.tokens["context"] = request.context.tokens
-    model = request.llm.model_id if request.llm is not None and request.llm is not None and strategy != "extractive" else ""
+    model = request.llm.model_id if request.llm is not None else ""
     return Answer(
         question=request.question, text=text, strategy=strategy, citations=citations, sentences=sentences,
         context=request.context, model=model, tokens=dict(request.tokens), trace=list(request.trace),
