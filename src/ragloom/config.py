@@ -256,12 +256,15 @@ class LLMConfig(Section):
         "llamacpp", description="text generator: llamacpp (local GGUF, offline), ollama, openai, cohere"
     )
     model: str | None = Field(
-        None, description="model name, or a .gguf path for llamacpp; None = the provider's default "
-        "(llamacpp: the packaged SmolLM2-135M-Instruct)"
+        None, description="model name; for llamacpp a .gguf path or qwen2.5-coder-0.5b | qwen2.5-coder-1.5b | "
+        "smollm2 (tests only); None = the provider's default (llamacpp: qwen2.5-coder-0.5b, scripts/setup.sh --llm)"
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature; 0 = most likely tokens")
     max_tokens: int = Field(512, ge=1, description="longest answer generated, in tokens")
-    threads: int = Field(0, ge=0, description="CPU threads for local models; 0 = all cores")
+    threads: int = Field(
+        1, ge=0, description="CPU threads of a local model; 0 = all cores. 1 by measurement: on a loaded 2-core "
+        "machine 2 threads generated ~8x slower (benchmarks/llm_speed.py)"
+    )
     context_size: int = Field(4096, ge=256, description="context window of a local model, in tokens")
     seed: int = Field(0, description="random seed of a local model, so answers repeat")
     base_url: BaseUrl = None
@@ -298,6 +301,30 @@ class ServerConfig(Section):
 
 class WatchConfig(Section):
     debounce_ms: int = Field(1600, ge=1, description="changes arriving within this window are ingested together")
+class AnswerConfig(Section):
+    strategy: str = Field(
+        "auto", description="auto | extractive | standard | attributed | cove; auto = attributed when an LLM "
+        "is available, else extractive (no LLM)"
+    )
+    k: int = Field(5, ge=1, description="passages retrieved for an answer")
+    budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")
+    mode: str | None = Field(None, description="search preset used to retrieve for answers; None = search's own")
+    extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
+    unanswerable_below: float = Field(
+        0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
+        "answer is 'The sources do not say.' without asking the LLM"
+    )
+    support_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="attributed: support score below which a sentence is flagged unsupported"
+    )
+    support_checker: Literal["cross-encoder", "embedding", "overlap"] = Field(
+        "cross-encoder", description="how a sentence-passage pair is checked for support"
+    )
+    verification_questions: int = Field(3, ge=1, le=10, description="cove: verification questions asked")
+    prompts: dict[str, str] = Field(
+        default_factory=dict, description="override packaged prompt templates by name (system, standard, "
+        "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite)"
+    )
 
 
 class Config(Section):
@@ -311,6 +338,7 @@ class Config(Section):
     audit: AuditConfig = Field(default_factory=AuditConfig)
     server: ServerConfig = Field(default_factory=ServerConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
     @classmethod
     def load(

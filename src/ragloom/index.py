@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .context import Context
 from .embed.base import Embedder, create_embedder
 from .errors import (
     IndexNotFoundError,
@@ -41,7 +42,7 @@ from .retrieve.pipeline import Pipeline, build_pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
 from .tracing import set_attributes, span
 from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock, store_exists
-from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+from .types import Answer, Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
 _EMBED_BATCH_CHUNKS = 256
@@ -470,6 +471,27 @@ class Index:
 
     def _query_vector(self, text: str) -> np.ndarray:
         return self._embeddings.get_or_compute(text, lambda: self.embedder.embed_query(text))
+
+    # -- answers ------------------------------------------------------------------------------------
+    def context(self, question: str, *, budget: int | None = None, k: int | None = None,
+                where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
+        """The numbered, token-budgeted context an LLM would get for ``question``."""
+        from .generate.answering import context_for
+
+        return context_for(self, question, budget=budget, k=k, where=where, mode=mode)
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        """Answer ``question`` from the index, citing passages. Options: strategy (auto, extractive,
+        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``)."""
+        from .generate.answering import ask
+
+        return ask(self, question, **options)
+
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like ``ask``, yielding the answer's text in pieces as it is generated, then the Answer."""
+        from .generate.answering import ask_stream
+
+        return ask_stream(self, question, **options)
 
     def pipeline(self, mode: str | None = None) -> Pipeline:
         """The search pipeline for a preset name (None: the configured pipeline), built once."""

@@ -12,7 +12,7 @@ from ragloom.config import CacheConfig
 from ragloom.errors import ConfigError, ModelNotFoundError, UnknownComponentError
 from ragloom.retrieve.base import QueryPlan
 from ragloom.retrieve.pipeline import build_pipeline
-from ragloom.retrieve.rerankers.cross_encoder import CrossEncoderReranker
+from ragloom.retrieve.rerankers.cross_encoder import CrossEncoder
 from ragloom.retrieve.stages.dedup import duplicate_groups
 from ragloom.retrieve.stages.mmr import maximal_marginal_relevance
 from ragloom.retrieve.stages.rerank import rerank_scores
@@ -75,7 +75,7 @@ def view(index: Index, steps: list, **search) -> Index:
 # -- rerank ----------------------------------------------------------------------------------------
 
 def test_cross_encoder_scores_the_answering_passage_highest() -> None:
-    model = CrossEncoderReranker()
+    model = CrossEncoder()
     scores = model.score("how do ROS 2 nodes communicate?", [
         "Bread rises when yeast ferments the sugars in the dough.",
         "ROS 2 nodes communicate by publishing messages on topics.",
@@ -96,8 +96,8 @@ def test_rerank_stage_blends_the_model_with_the_incoming_score(index: Index) -> 
     assert [s.name for s in reranked.trace] == ["lexical", "rerank"]
     assert reranked.hits[0].source.endswith("kalman.txt")
     # The stage's result is the pure blend of the model's scores of the first four hits.
-    model = CrossEncoderReranker()
-    raw = model.score(query, [h.text for h in plain.hits[:4]])
+    model = CrossEncoder()
+    raw = model.logits(query, [h.text for h in plain.hits[:4]])
     expected = rerank_scores(plain.hits, raw, "blend", 0.6)
     assert [h.chunk_id for h in reranked.hits] == [h.chunk_id for h in expected][:8]
     assert [h.score for h in reranked.hits] == pytest.approx([h.score for h in expected][:8], abs=1e-4)

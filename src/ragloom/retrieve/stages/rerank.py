@@ -57,7 +57,9 @@ class RerankStage:
             return hits
         top = hits[: self.options.top_n]
         model = context.component(self._key(), self._load)
-        raw = np.asarray(model.score(plan.text, [hit.text for hit in top]), dtype=np.float64)
+        # The local cross-encoder's raw logits (what the blend weight was tuned on); Cohere's 0..1 scores.
+        relevance = getattr(model, "logits", model.score)
+        raw = np.asarray(relevance(plan.text, [hit.text for hit in top]), dtype=np.float64)
         return rerank_scores(hits, raw, self.options.mode, self.options.weight)
 
     def _key(self) -> str:
@@ -73,9 +75,9 @@ class RerankStage:
             client = CohereClient(o.base_url, api_key_env=o.api_key_env, timeout=o.timeout,
                                   max_retries=o.max_retries, retry_base_delay=o.retry_base_delay)
             return CohereReranker(o.model, client=client)
-        from ..rerankers.cross_encoder import CrossEncoderReranker
+        from ..rerankers.cross_encoder import CrossEncoder
 
-        return CrossEncoderReranker(o.model, threads=o.threads, batch_size=o.batch_size, max_tokens=o.max_tokens)
+        return CrossEncoder(o.model, threads=o.threads, batch_size=o.batch_size, max_length=o.max_tokens)
 
 
 def rerank_scores(hits: Sequence[Hit], model_scores: np.ndarray, mode: str, weight: float) -> list[Hit]:
