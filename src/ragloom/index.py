@@ -307,6 +307,11 @@ class Index:
             self.store.flush()
         return removed
 
+    def optimize(self) -> dict[str, object]:
+        """Rebuild the store's derived indexes (the approximate vector index is retrained)."""
+        with exclusive_write_lock(self.path):
+            return self.store.optimize()
+
     # -- search -----------------------------------------------------------------------------------
     def search(
         self,

@@ -3,6 +3,10 @@ the approximate (faiss IVF) dense index, and its upkeep as sources come and go."
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -124,3 +128,137 @@ def test_over_fetch_widens_until_nothing_unfetched_can_tie_the_kth(tmp_path, cor
                 assert got[:k] == _reference_lexical(store, query, k, allowed), (query, k)
     finally:
         store.close()
+
+
+# -- the approximate index -------------------------------------------------------------------------
+
+def _ann_config(threshold: int = 1000, exact_rows: int = 100) -> Config:
+    return Config.model_validate({"store": {"embedded": {"ann": {"threshold": threshold, "exact_rows": exact_rows}}}})
+
+
+def _recall(store: EmbeddedStore, queries: np.ndarray, k: int = 10, where=None) -> float:
+    conditions = parse_where(where) if where else ()
+    allowed = store._allowed_rows(conditions)
+    found = []
+    for q in queries:
+        approximate = store.search_dense(q, k, conditions)
+        exact = store.matrix.search(q, k, allowed)
+        found.append(len({c.chunk_id for c in approximate} & {c.chunk_id for c in exact[:k]}) / k)
+    return float(np.mean(found))
+
+
+def _queries(vectors: np.ndarray, n: int = 40, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    q = vectors[rng.integers(0, len(vectors), size=n)] + 0.3 * rng.normal(size=(n, DIM)).astype(np.float32)
+    return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ann_recall_against_exact_with_and_without_a_filter(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts, config=_ann_config())
+    try:
+        assert store._ann_current() and store.ann.index.ntotal == len(texts)
+        queries = _queries(vectors)
+        assert _recall(store, queries) >= 0.95
+        assert _recall(store, queries, where={"group": 3}) >= 0.95
+        # every hit passes the filter, and carries the exact cosine
+        for q in queries[:5]:
+            hits = store.search_dense(q, 10, parse_where({"group": 3}))
+            assert len(hits) == 10 and all(int(h.chunk_id) % 10 == 3 for h in hits)
+            for h in hits:
+                assert h.score == pytest.approx(float(vectors[int(h.chunk_id)] @ q), abs=1e-5)
+        # a filter keeping fewer rows than exact_rows is searched exactly: identical to the matrix
+        rare = parse_where({"rare": True})
+        for q in queries[:5]:
+            assert store.search_dense(q, 10, rare) == store.matrix.search(q, 10, store._allowed_rows(rare))
+    finally:
+        store.close()
+
+
+def test_ann_follows_adds_and_deletes_without_retraining(tmp_path, corpus):
+    vectors, texts = corpus
+    extra_vectors, extra_texts = _corpus(7000, seed=11)
+    store = _store(tmp_path / "idx", vectors[:5000], texts[:5000], config=_ann_config())
+    try:
+        trained = store.ann.trained_size
+        centroids = store.ann.index.quantizer.reconstruct_n(0, store.ann.index.nlist).copy()
+        store.delete_source("/s/src0000.txt")  # rows 0..499
+        _write(store, np.vstack([vectors[:5000], extra_vectors[5000:5500]]), texts[:5000] + extra_texts[5000:5500],
+               5000, 500, "added")
+        store.flush()
+        assert store.ann.trained_size == trained
+        assert np.array_equal(store.ann.index.quantizer.reconstruct_n(0, store.ann.index.nlist), centroids)
+        assert np.array_equal(store.ann.rows, store.matrix.rows) and store.ann.index.ntotal == 5000
+        for i in (5000, 5123, 5499):  # a new chunk's own vector finds it first
+            assert store.search_dense(extra_vectors[i], 1)[0].chunk_id == f"{i:08d}"
+        deleted = {f"{i:08d}" for i in range(500)}
+        for q in _queries(vectors, 10):
+            assert not deleted & {c.chunk_id for c in store.search_dense(q, 20)}
+        # the saved index is the caught-up one
+        reopened = EmbeddedStore.open(tmp_path / "idx", _ann_config())
+        reopened.search_dense(extra_vectors[5000], 1)
+        assert reopened.ann.generation == reopened.catalog.generation() and reopened.ann.trained_size == trained
+        reopened.close()
+    finally:
+        store.close()
+
+
+def test_stale_or_damaged_ann_is_brought_up_to_date_from_sqlite(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:4000], texts[:4000], config=_ann_config())
+    # A crash after SQLite committed but before flush: the derived caches are behind.
+    _write(store, vectors, texts, 4000, 500, "late")
+    store.close()
+    reader = EmbeddedStore.open(path, _ann_config())
+    try:
+        assert reader.search_dense(vectors[4321], 1)[0].chunk_id == f"{4321:08d}"
+        assert reader._ann_current() and reader.ann.index.ntotal == 4500
+    finally:
+        reader.close()
+    # A damaged index file is rebuilt on the next open that can write.
+    state = json.loads((path / "ann" / "state.json").read_text())
+    (path / "ann" / f"ivf.{state['tag']}.faiss").write_bytes(b"not an index")
+    writer = EmbeddedStore.open(path, _ann_config())
+    try:
+        writer.flush()
+        assert writer._ann_current() and writer.ann.index.ntotal == 4500
+        assert _recall(writer, _queries(vectors)) >= 0.95
+    finally:
+        writer.close()
+
+
+def test_below_the_threshold_there_is_no_ann_and_shrinking_drops_it(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:1500], texts[:1500], config=_ann_config(threshold=1200))
+    try:
+        assert store._ann_current() and (path / "ann" / "state.json").exists()
+        store.delete_source("/s/src0000.txt")
+        store.delete_source("/s/src0001.txt")
+        store.flush()
+        assert not store.ann.ready and not list((path / "ann").glob("*"))
+        q = _queries(vectors, 1)[0]
+        assert store.search_dense(q, 10) == store.matrix.search(q, 10)
+    finally:
+        store.close()
+    small = _store(tmp_path / "small", vectors[:500], texts[:500], config=_ann_config(threshold=1200))
+    assert not small.ann.ready and not (tmp_path / "small" / "ann").exists()
+    small.close()
+
+
+def test_ragloom_index_optimize_retrains_the_approximate_index(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:3000], texts[:3000], config=_ann_config())
+    first_tag = json.loads((path / "ann" / "state.json").read_text())["tag"]
+    store.close()
+    (tmp_path / "ragloom.yaml").write_text("store:\n  embedded:\n    ann:\n      threshold: 1000\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    result = subprocess.run([sys.executable, "-m", "ragloom", "--index", str(path), "index", "optimize", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["chunks"] == 3000 and report["approximate_index"].startswith("IVF")
+    state = json.loads((path / "ann" / "state.json").read_text())
+    assert state["tag"] != first_tag and state["trained_size"] == 3000

@@ -82,7 +82,7 @@ def _register_commands() -> None:
 
     for module in (ingest, search, admin):
         module.register(app)
-    for optional in ("migrate", "eval", "providers"):
+    for optional in ("migrate", "eval", "providers", "maintenance", "models"):
         try:
             module = __import__(f"ragloom.cli.{optional}", fromlist=["register"])
         except ImportError:

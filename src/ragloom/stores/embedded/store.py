@@ -10,17 +10,19 @@ is seen.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from ...config import Config
-from ...errors import StoreError
+from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
 from ..base import Candidate, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
+from .ann import AnnIndex
 from .catalog import Catalog
 from .columns import MetadataColumns
 from .lexical import LexicalIndex
@@ -37,6 +39,8 @@ class EmbeddedStore(CatalogBacked, Store):
         self.matrix = VectorMatrix(path / "vectors")
         self.lexical = LexicalIndex(path / "bm25", threads=config.embedder.threads)
         self.columns = MetadataColumns(self.catalog)
+        self.ann = AnnIndex(path / "ann", config.store.embedded.ann)
+        self._ann_checked = -1  # the generation the approximate index was last brought to
         self._pending_lexical: dict[str, bool] = {}
         self._lexical_base = -1
 
@@ -88,7 +92,8 @@ class EmbeddedStore(CatalogBacked, Store):
         generation = self.catalog.generation()
         matrix_stale = self.matrix.generation != generation and not self.matrix.load(generation)
         lexical_stale = self.lexical.generation() != generation
-        if not (matrix_stale or lexical_stale):
+        ann_due = self._ann_checked != generation
+        if not (matrix_stale or lexical_stale or ann_due):
             return
         with self._write_lock_if_free(held=persist) as writable:
             if matrix_stale:
@@ -97,6 +102,47 @@ class EmbeddedStore(CatalogBacked, Store):
                     self.matrix.save()
             if lexical_stale and writable:
                 self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+            if ann_due:
+                self._refresh_ann(writable)
+
+    def _refresh_ann(self, writable: bool, retrain: bool = False) -> None:
+        """Bring the approximate index to the matrix's generation: load it, catch it up by
+        rows added and removed, train it when there is none (or the store grew or shrank by
+        half), drop it below the threshold. Only a writer trains or saves; a reader catches a
+        saved index up in memory, or searches exactly."""
+        self._ann_checked = self.matrix.generation
+        ann = self.ann
+        if len(self.matrix) < ann.settings.threshold:
+            if writable and (ann.ready or ann.folder.is_dir()):
+                ann.drop()
+            ann.index = None
+            return
+        try:
+            if not ann.ready:
+                ann.load()
+            if writable and (retrain or ann.needs_training(len(self.matrix))):
+                ann.build(self.matrix)
+            elif ann.ready and ann.generation != self.matrix.generation:
+                ann.sync(self.matrix)
+            else:
+                return
+        except MissingDependencyError as exc:
+            warnings.warn(f"{exc}; searching every vector exactly meanwhile", RagloomWarning, stacklevel=2)
+            return
+        if writable:
+            ann.save()
+
+    def optimize(self) -> dict[str, object]:
+        """Rebuild the derived indexes from SQLite; retrain the approximate index from scratch.
+        The caller holds the index's write lock."""
+        self._ensure_fresh(persist=True)
+        self._refresh_ann(writable=True, retrain=True)
+        report: dict[str, object] = {"chunks": len(self.matrix), "generation": self.matrix.generation}
+        if self.ann.ready:
+            report["approximate_index"] = f"IVF{self.ann.index.nlist},{self.ann.settings.codec}"
+        else:
+            report["approximate_index"] = f"none (exact search below {self.ann.settings.threshold:,} chunks)"
+        return report
 
     @contextmanager
     def _write_lock_if_free(self, held: bool) -> Iterator[bool]:
@@ -126,7 +172,14 @@ class EmbeddedStore(CatalogBacked, Store):
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        return self.matrix.search(vector, k, self._allowed_rows(conditions))
+        allowed = self._allowed_rows(conditions)
+        if self._ann_current() and (allowed is None or len(allowed) > self.ann.settings.exact_rows):
+            return self.ann.search(vector, k, self.matrix, allowed)
+        # Selective filters (and stores below the threshold) search every allowed vector.
+        return self.matrix.search(vector, k, allowed)
+
+    def _ann_current(self) -> bool:
+        return self.ann.ready and self.ann.generation == self.matrix.generation
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
