@@ -84,13 +84,15 @@ class EmbeddedStore(CatalogBacked, Store):
             self.lexical.commit(generation)
         self._pending_lexical.clear()
         self.catalog.prune_embeddings()
+        self.catalog.compact_vectors()
+        self.catalog.tidy_vector_files()
         self._ensure_fresh(persist=True)
 
     # -- freshness ----------------------------------------------------------------------------
     def _ensure_fresh(self, persist: bool = False) -> None:
         """Rebuild stale derived indexes; only saved when no other process is writing."""
         generation = self.catalog.generation()
-        matrix_stale = self.matrix.generation != generation and not self.matrix.load(generation)
+        matrix_stale = self.matrix.generation != generation and not self.matrix.load(generation, self.catalog)
         lexical_stale = self.lexical.generation() != generation
         ann_due = self._ann_checked != generation
         if not (matrix_stale or lexical_stale or ann_due):
