@@ -29,6 +29,7 @@ from .errors import (
 from .filters import Condition, parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
+from .ingest.pipeline import WriteBehind, read_ahead
 from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
 from .stores.base import AuditEntry, Candidate, Store, create_store, exclusive_write_lock, rank_candidates
 from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
@@ -176,18 +177,25 @@ class Index:
             progress.files(len(plan))
             seen: set[str] = set()
             pending: list[_Pending] = []
-            for file in plan:
+            known = {record.path: record for record in self.store.list_sources()}
+            self.embedder  # noqa: B018 - created here, not first in the read-ahead thread
+
+            def prepare(file: Path) -> tuple[str, _Pending | None]:
                 source = str(file.resolve())
-                seen.add(source)
-                item = self._prepare(file, source, report)
-                status = "unchanged" if item is None else "read"
-                if item is not None:
-                    pending.append(item)
-                    if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
-                        self._write(pending, report, progress)
-                        pending = []
-                progress.file_done(source, status)
-            self._write(pending, report, progress)
+                return source, self._prepare(file, source, report, known)
+
+            # Files are read and chunked ahead, and sources written behind, while this thread embeds.
+            with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
+                for source, item in read_ahead(plan, prepare):
+                    seen.add(source)
+                    if item is not None:
+                        pending.append(item)
+                        if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
+                            writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+                            pending = []
+                    progress.file_done(source, "unchanged" if item is None else "read")
+                if pending:
+                    writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
             for folder in folders:
                 for record in self.store.list_sources():
                     if _is_under(record.path, folder) and record.path not in seen:
@@ -219,8 +227,11 @@ class Index:
                 raise UnsupportedFormatError(str(raw), supported_extensions())
         return list(dict.fromkeys(files)), folders
 
-    def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
-        """Load and chunk a file, or None when it is unchanged since the last ingest."""
+    def _prepare(
+        self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+    ) -> _Pending | None:
+        """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
+        the sources registry read beforehand, so that this can run beside the store's writer)."""
         try:
             data = file.read_bytes()
             stat = file.stat()
@@ -228,7 +239,7 @@ class Index:
             report.failed.append(FileFailure(source, f"cannot read: {exc.strerror or exc}"))
             return None
         digest = hashlib.sha256(data).hexdigest()
-        existing = self.store.get_source(source)
+        existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy
         if existing and existing.content_hash == digest and existing.policy == policy:
@@ -248,11 +259,8 @@ class Index:
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 
-    def _write(self, pending: list[_Pending], report: IngestReport, progress: IngestProgress) -> None:
-        if not pending:
-            return
-        chunks = [c for item in pending for c in item.chunks]
-        vectors = self._vectors_for(chunks, report, progress)
+    def _store_batch(self, pending: list[_Pending], vectors: np.ndarray, report: IngestReport) -> None:
+        """Write each source of an embedded batch in its own transaction."""
         offset = 0
         for item in pending:
             count = len(item.chunks)
@@ -416,6 +424,10 @@ class Index:
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
         return self.store.recent_searches(last)
+
+
+def _chunks_of(pending: Sequence[_Pending]) -> list[Chunk]:
+    return [chunk for item in pending for chunk in item.chunks]
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
