@@ -43,8 +43,12 @@ CLUSTERS = 200
 WORDS = np.array([f"w{i}" for i in range(20000)])
 
 
+EXACT_ROWS = 20_000  # store.embedded.ann.exact_rows (the default); --exact-rows changes it
+
+
 def ann_config(threshold: int) -> Config:
-    return Config.model_validate({"store": {"embedded": {"ann": {"threshold": threshold}}}})
+    settings = {"threshold": threshold, "exact_rows": EXACT_ROWS}
+    return Config.model_validate({"store": {"embedded": {"ann": settings}}})
 
 
 def centers() -> np.ndarray:
@@ -164,7 +168,8 @@ def search_process(folder: Path, chunks: int, queries: int, threshold: int, mode
 
 def run_child(args: argparse.Namespace, folder: Path, mode: str) -> dict:
     command = [sys.executable, __file__, "--search-only", str(folder), "--mode", mode, "--chunks", str(args.chunks),
-               "--queries", str(args.queries), "--ann-threshold", str(args.ann_threshold)]
+               "--queries", str(args.queries), "--ann-threshold", str(args.ann_threshold),
+               "--exact-rows", str(args.exact_rows)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -174,16 +179,20 @@ def recall(approximate: list[list[str]], exact: list[list[str]]) -> float:
 
 
 def main() -> None:
+    global EXACT_ROWS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--ann-threshold", type=int, default=1,
                         help="build the approximate index from this many chunks (default: always, to compare)")
+    parser.add_argument("--exact-rows", type=int, default=EXACT_ROWS,
+                        help="filters leaving at most this many chunks are searched exactly (default: the config's)")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", type=Path, help="build the index here and keep it (default: a temporary folder)")
     parser.add_argument("--search-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--mode", choices=["exact", "ann"], default="ann", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    EXACT_ROWS = args.exact_rows
     if args.search_only:
         print(json.dumps(search_process(args.search_only, args.chunks, args.queries, args.ann_threshold, args.mode)))
         return
@@ -197,7 +206,8 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
 
-    figures: dict = {"chunks": args.chunks, "dimension": DIM, "queries": args.queries, **built,
+    figures: dict = {"chunks": args.chunks, "dimension": DIM, "queries": args.queries, "exact_rows": args.exact_rows,
+                     **built,
                      "disk_bytes_per_chunk": built["disk_bytes"] / args.chunks,
                      "exact": exact["latency"], "exact_search_peak_rss_mb": exact["peak_rss_mb"],
                      "exact_dense_p95_ms": exact["latency"]["dense"][1]}
