@@ -73,7 +73,7 @@ def make_queries(n: int, chunks: int) -> tuple[np.ndarray, list[str]]:
     for target in rng.integers(0, chunks, size=n):
         first = int(target) // 1000 * 1000
         batch, _, _ = make_batch(first, min(1000, chunks - first))
-        vectors.append(batch[int(target) - first])
+        vectors.append(batch[int(target) - first].copy())  # not a view: it would keep the whole batch
     queries = np.stack(vectors) + 0.3 * rng.normal(size=(n, DIM)).astype(np.float32)
     texts = [" ".join(WORDS[np.minimum(rng.zipf(1.3, size=4), len(WORDS)) - 1]) for _ in range(n)]
     return queries.astype(np.float32), texts
