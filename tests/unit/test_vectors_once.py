@@ -162,3 +162,24 @@ def test_a_schema_1_index_moves_its_vector_blobs_to_the_vector_file(tmp_path):
         assert json.loads(json.dumps(store.catalog.get_meta("vector_slots"))) == 800
     finally:
         store.close()
+
+
+def test_optimize_drops_every_dead_slot_and_rebuilds(tmp_path):
+    from test_store_scale import _ann_config
+
+    path = tmp_path / "idx"
+    vectors, texts = _corpus(3000)
+    store = _store(path, vectors, texts, config=_ann_config(threshold=1000))
+    try:
+        store.delete_source("/s/src0000.txt")
+        store.flush()  # 500 dead slots: fewer than the live ones, so no compaction yet
+        assert store.catalog.get_meta("vector_slots") == 3000
+        report = store.optimize()
+        assert report["dead_vector_slots_dropped"] == 500 and report["chunks"] == 2500
+        assert (path / "vectors-1.f32").stat().st_size == 2500 * DIM * 4 and not (path / "vectors-0.f32").exists()
+        assert store._ann_current() and store.ann.trained_size == 2500
+        assert store.lexical.generation() == store.catalog.generation() == store.matrix.generation
+        assert store.search_dense(vectors[2600], 1)[0].chunk_id == f"{2600:08d}"
+        assert store.search_lexical(texts[2601], 1)  # BM25 answers from the rebuilt index
+    finally:
+        store.close()

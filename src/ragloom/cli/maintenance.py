@@ -17,8 +17,8 @@ def optimize_command(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """Rebuild the vector matrix, BM25 index and approximate vector index from the database
-    (the approximate index is retrained on the data it holds now)."""
+    """Compact the vector file, rebuild the row map and BM25 index from the database, and
+    retrain the approximate vector index on the data the index holds now."""
     started = time.perf_counter()
     with state(ctx).open_index() as index:
         report = index.optimize()

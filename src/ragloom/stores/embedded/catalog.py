@@ -254,12 +254,13 @@ class Catalog:
     def _vector_file_name(self) -> str:
         return str(self.get_meta("vector_file") or vectorlog.file_name(0))
 
-    def compact_vectors(self, min_dead: int = 10_000) -> int:
-        """Copy the live vectors to a new file once dead slots outnumber them (and ``min_dead``);
-        return how many dead slots were dropped. Only with the index's write lock held."""
+    def compact_vectors(self, min_dead: int = 10_000, force: bool = False) -> int:
+        """Copy the live vectors to a new file once dead slots outnumber them (and ``min_dead``),
+        or whenever there are any (``force``); return how many dead slots were dropped. Only
+        with the index's write lock held."""
         total = int(self.get_meta("vector_slots") or 0)
         live = int(self.db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
-        if total - live < max(min_dead, live, 1):
+        if total - live < (1 if force else max(min_dead, live, 1)):
             return 0
         old = self._vector_file_name()
         new = vectorlog.file_name(vectorlog.epoch_of(old) + 1)

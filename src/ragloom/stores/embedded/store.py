@@ -135,11 +135,19 @@ class EmbeddedStore(CatalogBacked, Store):
             ann.save()
 
     def optimize(self) -> dict[str, object]:
-        """Rebuild the derived indexes from SQLite; retrain the approximate index from scratch.
-        The caller holds the index's write lock."""
-        self._ensure_fresh(persist=True)
+        """Drop every dead vector slot, rebuild the row map and BM25 index from SQLite and retrain
+        the approximate index from scratch. The caller holds the index's write lock."""
+        self.catalog.prune_embeddings()
+        dropped = self.catalog.compact_vectors(force=True)
+        self.catalog.tidy_vector_files()
+        generation = self.catalog.generation()
+        self.matrix.build(self.catalog, generation, self.dimension)
+        self.matrix.save()
+        self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+        self._pending_lexical.clear()
         self._refresh_ann(writable=True, retrain=True)
-        report: dict[str, object] = {"chunks": len(self.matrix), "generation": self.matrix.generation}
+        report: dict[str, object] = {"chunks": len(self.matrix), "generation": generation,
+                                     "dead_vector_slots_dropped": dropped}
         if self.ann.ready:
             report["approximate_index"] = f"IVF{self.ann.index.nlist},{self.ann.settings.codec}"
         else:
