@@ -7,7 +7,8 @@ after the committed slots *inside* the SQLite transaction that records them, so 
 killed at any moment leaves either a committed write whose bytes are in the file, or bytes
 past ``vector_slots`` that nothing references and the next write overwrites. Slots are never
 rewritten in place: deleted vectors leave dead slots until ``compact`` copies the live ones
-to a new file, which one transaction switches to.
+to a new file, which one transaction switches to. Each vector's CRC-32 lets a reader of the
+embedding cache tell a damaged slot from a good one.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def append(path: Path, committed: int, vectors: np.ndarray) -> np.ndarray:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         os.pwrite(fd, vectors.tobytes(), committed * vectors.shape[1] * 4)
+        # On disk before SQLite's commit can be: a power cut never leaves a committed slot unwritten.
+        os.fdatasync(fd)
     finally:
         os.close(fd)
     return np.arange(committed, committed + len(vectors), dtype=np.int64)
