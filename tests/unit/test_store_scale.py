@@ -262,3 +262,21 @@ def test_ragloom_index_optimize_retrains_the_approximate_index(tmp_path, corpus)
     assert report["chunks"] == 3000 and report["approximate_index"].startswith("IVF")
     state = json.loads((path / "ann" / "state.json").read_text())
     assert state["tag"] != first_tag and state["trained_size"] == 3000
+
+
+def test_a_small_change_is_caught_up_in_memory_without_rewriting_the_saved_index(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:5000], texts[:5000], config=_ann_config())
+    saved = (path / "ann" / "state.json").read_text()
+    _write(store, vectors, texts, 5000, 20, "small")  # 20 rows: under 1% of the index
+    store.flush()
+    assert (path / "ann" / "state.json").read_text() == saved and store._ann_current()
+    assert store.search_dense(vectors[5010], 1)[0].chunk_id == f"{5010:08d}"
+    store.close()
+    reader = EmbeddedStore.open(path, _ann_config())
+    try:
+        assert reader.search_dense(vectors[5011], 1)[0].chunk_id == f"{5011:08d}"
+        assert reader._ann_current() and reader.ann.index.ntotal == 5020
+    finally:
+        reader.close()

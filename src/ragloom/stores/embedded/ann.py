@@ -30,6 +30,9 @@ from .matrix import VectorMatrix, cosine, top_k_indices
 
 # Retrain when the store has grown or shrunk this many times since the lists were trained.
 RETRAIN_FACTOR = 2.0
+# Rewrite the saved index once this share of its rows changed since it was saved (at 1M chunks
+# the file is ~0.4 GB); until then a process that opens it catches it up in memory.
+SAVE_SHARE = 0.01
 
 
 def faiss_module() -> Any:
@@ -49,6 +52,7 @@ class AnnIndex:
         self.rows = np.zeros(0, dtype=np.int64)  # ascending: the rows the index holds
         self.generation = -1
         self.trained_size = 0
+        self.unsaved = 0  # rows added or removed since the saved file
 
     @property
     def ready(self) -> bool:
@@ -68,7 +72,12 @@ class AnnIndex:
             return False
         self.index, self.rows = index, rows
         self.generation, self.trained_size = int(state["generation"]), int(state["trained_size"])
+        self.unsaved = 0
         return True
+
+    @property
+    def worth_saving(self) -> bool:
+        return self.unsaved > SAVE_SHARE * max(len(self.rows), 1)
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -83,6 +92,7 @@ class AnnIndex:
         for old in self.folder.iterdir():
             if old.name != "state.json" and f".{tag}." not in old.name:
                 old.unlink(missing_ok=True)
+        self.unsaved = 0
 
     def drop(self) -> None:
         """Forget the index (the store shrank below the threshold) and its files."""
@@ -111,6 +121,7 @@ class AnnIndex:
             index.add_with_ids(matrix.at(part), matrix.rows[part])
         self.index, self.rows = index, matrix.rows.copy()
         self.trained_size, self.generation = n, matrix.generation
+        self.unsaved = n
 
     def sync(self, matrix: VectorMatrix) -> tuple[int, int]:
         """Remove rows the matrix no longer holds and add its new ones; return (added, removed)."""
@@ -122,6 +133,7 @@ class AnnIndex:
             self.index.add_with_ids(matrix.at(matrix.positions(added)), added)
         self.rows = matrix.rows.copy()
         self.generation = matrix.generation
+        self.unsaved += len(added) + len(removed)
         return len(added), len(removed)
 
     # -- search ---------------------------------------------------------------------------

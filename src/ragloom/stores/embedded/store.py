@@ -110,8 +110,8 @@ class EmbeddedStore(CatalogBacked, Store):
     def _refresh_ann(self, writable: bool, retrain: bool = False) -> None:
         """Bring the approximate index to the matrix's generation: load it, catch it up by
         rows added and removed, train it when there is none (or the store grew or shrank by
-        half), drop it below the threshold. Only a writer trains or saves; a reader catches a
-        saved index up in memory, or searches exactly."""
+        half), drop it below the threshold. Only a writer trains or saves (once enough rows
+        changed); a reader catches a saved index up in memory, or searches exactly."""
         self._ann_checked = self.matrix.generation
         ann = self.ann
         if len(self.matrix) < ann.settings.threshold:
@@ -131,7 +131,7 @@ class EmbeddedStore(CatalogBacked, Store):
         except MissingDependencyError as exc:
             warnings.warn(f"{exc}; searching every vector exactly meanwhile", RagloomWarning, stacklevel=2)
             return
-        if writable:
+        if writable and ann.worth_saving:
             ann.save()
 
     def optimize(self) -> dict[str, object]:
