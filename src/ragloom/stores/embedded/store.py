@@ -9,8 +9,8 @@ is seen.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 import warnings
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
