@@ -142,11 +142,28 @@ class QdrantStoreConfig(Section):
     timeout: int = Field(60, ge=1, description="seconds to wait for the server on each request")
 
 
+class AnnConfig(Section):
+    threshold: int = Field(
+        200_000, ge=1,
+        description="chunks from which the embedded store searches an approximate index (faiss IVF, pip extra `ann`)",
+    )
+    nprobe: int = Field(0, ge=0, description="IVF lists searched per query; 0 = one in 16, at least 32")
+    exact_rows: int = Field(20_000, ge=0, description="a filter leaving at most this many chunks is searched exactly")
+    codec: Literal["SQ8", "Flat"] = Field(
+        "SQ8", description="how the index keeps vectors: SQ8 (1 byte a number) or Flat; hits are rescored exactly"
+    )
+
+
+class EmbeddedStoreConfig(Section):
+    ann: AnnConfig = Field(default_factory=AnnConfig)
+
+
 class StoreConfig(Section):
     backend: str = Field(
         "embedded",
         description="embedded (SQLite + exact vectors + tantivy BM25), chroma or qdrant (settings below)",
     )
+    embedded: EmbeddedStoreConfig = Field(default_factory=EmbeddedStoreConfig)
     chroma: ChromaStoreConfig = Field(default_factory=ChromaStoreConfig)
     qdrant: QdrantStoreConfig = Field(default_factory=QdrantStoreConfig)
 
@@ -460,7 +477,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 # project mentions is either here or a setting.
 NON_CONFIG_ENV = frozenset({
     "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
-    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY",
+    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
 })
 
 

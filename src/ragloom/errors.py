@@ -108,6 +108,10 @@ class ModelNotFoundError(ProviderError, LookupError):
     """The provider does not have the requested model."""
 
 
+class ModelInstallError(RagloomError):
+    """A packaged model could not be fetched, assembled or verified (``ragloom models install``)."""
+
+
 class StoreError(RagloomError):
     """The store could not be read or written."""
 

@@ -33,6 +33,7 @@ from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
+from .ingest.pipeline import WriteBehind, read_ahead
 from . import registry
 from .audit import AuditEvent, ChainReport
 from .retrieve.base import QueryPlan, SearchContext, SearchResult, StageTrace
@@ -206,18 +207,25 @@ class Index:
             progress.files(len(plan))
             seen: set[str] = set()
             pending: list[_Pending] = []
-            for file in plan:
+            known = {record.path: record for record in self.store.list_sources()}
+            self.embedder  # noqa: B018 - created here, not first in the read-ahead thread
+
+            def prepare(file: Path) -> tuple[str, _Pending | None]:
                 source = source_id(file)
-                seen.add(source)
-                item = self._prepare(file, source, report)
-                status = "unchanged" if item is None else "read"
-                if item is not None:
-                    pending.append(item)
-                    if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
-                        self._write(pending, report, progress)
-                        pending = []
-                progress.file_done(source, status)
-            self._write(pending, report, progress)
+                return source, self._prepare(file, source, report, known)
+
+            # Files are read and chunked ahead, and sources written behind, while this thread embeds.
+            with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
+                for source, item in read_ahead(plan, prepare):
+                    seen.add(source)
+                    if item is not None:
+                        pending.append(item)
+                        if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
+                            writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+                            pending = []
+                    progress.file_done(source, "unchanged" if item is None else "read")
+                if pending:
+                    writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
             # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
             kept = [failure.path for failure in report.failed]
             for folder in folders:
@@ -279,8 +287,11 @@ class Index:
                 raise UnsupportedFormatError(str(raw), supported_extensions())
         return list(dict.fromkeys(files)), folders
 
-    def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
-        """Load and chunk a file, or None when it is unchanged since the last ingest."""
+    def _prepare(
+        self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+    ) -> _Pending | None:
+        """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
+        the sources registry read beforehand, so that this can run beside the store's writer)."""
         try:
             content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000))
         except FileRejected as exc:
@@ -289,7 +300,7 @@ class Index:
         digest = hashlib.sha256(content.data).hexdigest()
         mtime, size = content.mtime, content.size
         del content  # the loader reads the file itself; do not hold a second copy meanwhile
-        existing = self.store.get_source(source)
+        existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
         if existing and existing.content_hash == digest and existing.policy == policy:
@@ -310,11 +321,8 @@ class Index:
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 
-    def _write(self, pending: list[_Pending], report: IngestReport, progress: IngestProgress) -> None:
-        if not pending:
-            return
-        chunks = [c for item in pending for c in item.chunks]
-        vectors = self._vectors_for(chunks, report, progress)
+    def _store_batch(self, pending: list[_Pending], vectors: np.ndarray, report: IngestReport) -> None:
+        """Write each source of an embedded batch in its own transaction."""
         offset = 0
         for item in pending:
             count = len(item.chunks)
@@ -377,6 +385,11 @@ class Index:
         if not matched:
             raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
         return matched
+
+    def optimize(self) -> dict[str, object]:
+        """Rebuild the store's derived indexes (the approximate vector index is retrained)."""
+        with exclusive_write_lock(self.path):
+            return self.store.optimize()
 
     # -- search -----------------------------------------------------------------------------------
     def search(
@@ -577,6 +590,10 @@ def _audit_limit(last: int) -> int:
     if last < 1:
         raise UsageError(f"last={last}: ask for at least one audit entry")
     return min(last, 2**62)  # SQLite integers are 64-bit
+
+
+def _chunks_of(pending: Sequence[_Pending]) -> list[Chunk]:
+    return [chunk for item in pending for chunk in item.chunks]
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:

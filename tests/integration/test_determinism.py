@@ -46,8 +46,10 @@ def _config() -> Config:
 
 
 def _vectors(index: Index) -> dict[str, bytes]:
-    return {cid: vector.tobytes() for rows, ids, vectors in index.store.catalog.iter_vectors()
-            for cid, vector in zip(ids, vectors)}
+    catalog = index.store.catalog
+    stored = catalog.vector_view()
+    return {cid: stored[slot].tobytes() for rows, ids, slots in catalog.iter_slots()
+            for cid, slot in zip(ids, slots)}
 
 
 def _results(index: Index) -> list[list[tuple[str, float]]]:

@@ -185,7 +185,7 @@ def test_garbage_in_bm25_segments_is_rebuilt_once_with_a_warning(built: Path, em
 
 
 def test_garbage_in_the_vector_matrix_is_rebuilt_with_a_warning(built: Path, embedder) -> None:
-    _garble(list((built / "vectors").glob("vectors.*.npy")))
+    _garble(list((built / "vectors").glob("slots.*.npy")))
     with Index.open(built, Config(), embedder=embedder) as index:
         with pytest.warns(RagloomWarning, match="vector matrix.*rebuilding it"):
             hits = index.search("Kalman filter sensors", k=1, mode="dense")

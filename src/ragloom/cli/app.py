@@ -104,7 +104,7 @@ def _register_commands() -> None:
 
     for module in (ingest, search, admin, serve):
         module.register(app)
-    for optional in ("migrate", "eval", "providers", "answer"):
+    for optional in ("migrate", "eval", "providers", "answer", "maintenance", "models"):
         try:
             module = __import__(f"ragloom.cli.{optional}", fromlist=["register"])
         except ImportError:

@@ -181,6 +181,12 @@ class Store(ABC):
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Bring derived indexes up to date after a batch of writes."""
 
+    def optimize(self) -> dict[str, object]:
+        """Rebuild derived indexes from scratch (``ragloom index optimize``); the caller holds
+        the write lock. Returns what was done, for the user."""
+        self.flush()
+        return {"chunks": self.count()}
+
     def disk_bytes(self) -> int:
         return 0
 

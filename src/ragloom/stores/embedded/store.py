@@ -9,6 +9,7 @@ is seen.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from ...config import Config
-from ...errors import StoreError
+from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
 from ..base import Candidate, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
+from .ann import AnnIndex
 from ..derived import is_damage, run_or_rebuild, warn_rebuilding
 from .catalog import Catalog
 from .columns import MetadataColumns
@@ -43,6 +45,8 @@ class EmbeddedStore(CatalogBacked, Store):
             self.catalog.close()
             raise
         self.columns = MetadataColumns(self.catalog)
+        self.ann = AnnIndex(path / "ann", config.store.embedded.ann)
+        self._ann_checked = -1  # the generation the approximate index was last brought to
         self._pending_lexical: dict[str, bool] = {}
         self._lexical_base = -1
 
@@ -96,6 +100,8 @@ class EmbeddedStore(CatalogBacked, Store):
                 self.lexical.reset()  # stale now: _ensure_fresh rebuilds it below
         self._pending_lexical.clear()
         self.catalog.prune_embeddings()
+        self.catalog.compact_vectors()
+        self.catalog.tidy_vector_files()
         self._ensure_fresh(persist=True)
 
     # -- freshness ----------------------------------------------------------------------------
@@ -104,7 +110,8 @@ class EmbeddedStore(CatalogBacked, Store):
         generation = self.catalog.generation()
         matrix_stale = self.matrix.generation != generation and not self._load_matrix(generation)
         lexical_stale = self.lexical.generation() != generation
-        if not (matrix_stale or lexical_stale):
+        ann_due = self._ann_checked != generation
+        if not (matrix_stale or lexical_stale or ann_due):
             return
         with self._write_lock_if_free(held=persist) as writable:
             if matrix_stale:
@@ -117,10 +124,12 @@ class EmbeddedStore(CatalogBacked, Store):
                 # No one can be writing an index this process may not write: build it in memory.
                 self.lexical.reset(in_memory=True)
                 self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+            if ann_due:
+                self._refresh_ann(writable)
 
     def _load_matrix(self, generation: int) -> bool:
         try:
-            return self.matrix.load(generation)
+            return self.matrix.load(generation, self.catalog)
         except Exception as exc:  # damaged files: treated as stale, so rebuilt
             warn_rebuilding(f"the vector matrix at {self.matrix.folder}", exc)
             return False
@@ -137,6 +146,53 @@ class EmbeddedStore(CatalogBacked, Store):
             self.matrix.build(self.catalog, generation, self.dimension)
             if writable:
                 self.matrix.save()
+
+    def _refresh_ann(self, writable: bool, retrain: bool = False) -> None:
+        """Bring the approximate index to the matrix's generation: load it, catch it up by
+        rows added and removed, train it when there is none (or the store grew or shrank by
+        half), drop it below the threshold. Only a writer trains or saves (once enough rows
+        changed); a reader catches a saved index up in memory, or searches exactly."""
+        self._ann_checked = self.matrix.generation
+        ann = self.ann
+        if len(self.matrix) < ann.settings.threshold:
+            if writable and (ann.ready or ann.folder.is_dir()):
+                ann.drop()
+            ann.index = None
+            return
+        try:
+            if not ann.ready:
+                ann.load()
+            if writable and (retrain or ann.needs_training(len(self.matrix))):
+                ann.build(self.matrix)
+            elif ann.ready and ann.generation != self.matrix.generation:
+                ann.sync(self.matrix)
+            else:
+                return
+        except MissingDependencyError as exc:
+            warnings.warn(f"{exc}; searching every vector exactly meanwhile", RagloomWarning, stacklevel=2)
+            return
+        if writable and ann.worth_saving:
+            ann.save()
+
+    def optimize(self) -> dict[str, object]:
+        """Drop every dead vector slot, rebuild the row map and BM25 index from SQLite and retrain
+        the approximate index from scratch. The caller holds the index's write lock."""
+        self.catalog.prune_embeddings()
+        dropped = self.catalog.compact_vectors(force=True)
+        self.catalog.tidy_vector_files()
+        generation = self.catalog.generation()
+        self.matrix.build(self.catalog, generation, self.dimension)
+        self.matrix.save()
+        self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+        self._pending_lexical.clear()
+        self._refresh_ann(writable=True, retrain=True)
+        report: dict[str, object] = {"chunks": len(self.matrix), "generation": generation,
+                                     "dead_vector_slots_dropped": dropped}
+        if self.ann.ready:
+            report["approximate_index"] = f"IVF{self.ann.index.nlist},{self.ann.settings.codec}"
+        else:
+            report["approximate_index"] = f"none (exact search below {self.ann.settings.threshold:,} chunks)"
+        return report
 
     @contextmanager
     def _write_lock_if_free(self, held: bool) -> Iterator[bool]:
@@ -173,10 +229,17 @@ class EmbeddedStore(CatalogBacked, Store):
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
+        allowed = self._allowed_rows(conditions)
+        if self._ann_current() and (allowed is None or len(allowed) > self.ann.settings.exact_rows):
+            return self.ann.search(vector, k, self.matrix, allowed)
+        # Selective filters (and stores below the threshold) search every allowed vector.
         return run_or_rebuild(
             f"the vector matrix at {self.matrix.folder}",
-            lambda: self.matrix.search(vector, k, self._allowed_rows(conditions)), self._rebuild_matrix,
+            lambda: self.matrix.search(vector, k, allowed), self._rebuild_matrix,
         )
+
+    def _ann_current(self) -> bool:
+        return self.ann.ready and self.ann.generation == self.matrix.generation
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
