@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -66,7 +66,7 @@ def build_mcp(service: IndexService, config: Config) -> Any:
     @server.tool(annotations=read_only)
     def search(
         query: str, k: int | None = None, where: dict[str, Any] | None = None,
-        mode: Literal["hybrid", "dense", "lexical"] | None = None,
+        mode: str | None = None,
     ) -> SearchResult:
         """Find the passages of the user's documents that best match a query, best first.
 

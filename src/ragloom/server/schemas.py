@@ -93,7 +93,9 @@ class SearchRequest(BaseModel):
     where: dict[str, Any] | None = Field(
         None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
     )
-    mode: Literal["hybrid", "dense", "lexical"] | None = Field(None, description="None = search.mode")
+    mode: str | None = Field(
+        None, description="hybrid, dense or lexical (or another configured preset); None = search.mode"
+    )
 
 
 class SearchResponse(BaseModel):

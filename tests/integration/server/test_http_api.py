@@ -138,6 +138,7 @@ def test_limits_and_errors_are_json_with_stable_codes(served):
         responses = {
             "query_too_long": client.post("/v1/search", json={"query": "x" * (limit.max_query_chars + 1)}),
             "invalid_filter": client.post("/v1/search", json={"query": "x", "where": {"page": {"$near": 1}}}),
+            "invalid_query": client.post("/v1/search", json={"query": "x", "mode": "sideways"}),
             "invalid_request": client.post("/v1/search", json={"query": "x", "k": 0, "colour": "red"}),
             "not_found": client.get("/v1/nothing-here"),
             "method_not_allowed": client.get("/v1/search"),
