@@ -95,6 +95,12 @@ class IngestConfig(Section):
         default_factory=lambda: [".git/**", "**/.git/**", ".ragloom/**", "**/.ragloom/**", "**/__pycache__/**"],
         description="files of a folder never read",
     )
+    max_file_mb: float = Field(
+        100.0, gt=0, description="files larger than this many megabytes are skipped, with a message"
+    )
+    external_links: Literal["index", "skip"] = Field(
+        "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
+    )
 
 
 class ChromaStoreConfig(Section):
@@ -127,9 +133,24 @@ class StoreConfig(Section):
     chroma: ChromaStoreConfig = Field(default_factory=ChromaStoreConfig)
     qdrant: QdrantStoreConfig = Field(default_factory=QdrantStoreConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_shorthand(cls, data: Any) -> Any:
+        return expand_shorthands({"store": data})["store"]
+
 
 class SearchConfig(Section):
-    mode: Literal["hybrid", "dense", "lexical"] = Field("hybrid", description="default retrieval mode")
+    mode: str = Field(
+        "hybrid", description="default search preset: dense, lexical, hybrid, or another preset "
+        "(built-in or under presets); ignored when pipeline is set"
+    )
+    pipeline: list[str | dict[str, Any]] | None = Field(
+        None, description="explicit steps, a retriever then stages, e.g. [{hybrid: {}}, {mmr: {lambda: 0.7}}]; "
+        "None = the steps of the mode's preset"
+    )
+    presets: dict[str, list[str | dict[str, Any]]] = Field(
+        default_factory=dict, description="your own named pipelines, usable wherever a preset name is"
+    )
     fusion: Literal["convex", "rrf"] = Field("convex", description="how hybrid merges dense and BM25 rankings")
     alpha: float = Field(0.8, ge=0.0, le=1.0, description="convex fusion: weight of the dense score (tuned on SciFact train)")
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
@@ -226,17 +247,18 @@ class Config(Section):
         if file is not None and not path.exists():
             raise ConfigError(f"config file {path} does not exist; create one with `ragloom init`")
         if path.exists():
-            data = _read_yaml(path)
+            data = expand_shorthands(_read_yaml(path))
             where = str(path)
             check_keys(cls, data, where)
-        env_data = env_overrides(os.environ if env is None else env)
+        env_data = expand_shorthands(env_overrides(os.environ if env is None else env))
         check_keys(cls, env_data, "the environment (RAGLOOM_*)")
-        merged = deep_merge(deep_merge(data, env_data), overrides or {})
+        merged = deep_merge(deep_merge(data, env_data), expand_shorthands(overrides or {}))
         check_keys(cls, merged, "the overrides")
         return cls.from_dict(merged, where)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> Config:
+        data = expand_shorthands(data)
         check_keys(cls, data, where)
         try:
             return cls.model_validate(data)
@@ -256,14 +278,40 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
     return provider, model or None
 
 
+def expand_shorthands(data: Any) -> Any:
+    """``store: chroma`` means ``store: {backend: chroma}``."""
+    if isinstance(data, dict) and isinstance(data.get("store"), str):
+        return {**data, "store": {"backend": data["store"]}}
+    return data
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a config file; pass a YAML file such as {path / CONFIG_FILENAME}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start:exc.start + 1]!r}); "
+            "save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        raise ConfigError(_yaml_problem(path, exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of settings, not {type(data).__name__}")
     return data
+
+
+def _yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
+    """One line: ``file:line:column: what is wrong``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    detail = f"{problem} ({context})" if context else problem
+    return f"{where}: invalid YAML: {' '.join(str(detail).split())}"
 
 
 def check_keys(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> None:
@@ -286,7 +334,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name in _NON_CONFIG_ENV:
+        if not name.startswith(ENV_PREFIX) or name in NON_CONFIG_ENV:
             continue
         path = name[len(ENV_PREFIX):].lower().split("__")
         node = out
@@ -299,8 +347,13 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     return out
 
 
-# Environment variables that ragloom reads for other purposes than config.
-_NON_CONFIG_ENV = frozenset({"RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_API_KEY"})
+# Environment variables that ragloom (or its setup and demo scripts) reads for other purposes
+# than config; tests/integration/test_hardening_io.py checks that every RAGLOOM_* name the
+# project mentions is either here or a setting.
+NON_CONFIG_ENV = frozenset({
+    "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
+    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY",
+})
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

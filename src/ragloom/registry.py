@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import UnknownComponentError
 
-ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker")
+ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage")
 
 _BUILTINS: dict[str, dict[str, str]] = {
     "chunker": {
@@ -44,6 +44,12 @@ _BUILTINS: dict[str, dict[str, str]] = {
     "reranker": {
         "cohere": "ragloom.retrieve.rerankers.cohere:CohereReranker",
     },
+    "retriever": {
+        "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
+        "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
+        "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+    },
+    "stage": {},
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",

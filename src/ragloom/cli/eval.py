@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.text import Text
 
 from ..config import Config
-from ..errors import QueryError
+from ..errors import UnknownComponentError
+from ..retrieve.pipeline import preset_names
 from .app import console, display_path, state
 from .ingest import _RichProgress, progress_bars
 
 if TYPE_CHECKING:
     from ..eval.runner import RunSpec
 
-_MODES = ("hybrid", "dense", "lexical")
 _BEIR_K = 100
 
 
@@ -34,7 +35,9 @@ def eval_command(
         None, "--config", "-c", help="A config file to evaluate (repeatable; the first is the baseline)."
     ),
     modes: Optional[list[str]] = typer.Option(
-        None, "--mode", "-m", help="hybrid, dense or lexical (repeatable; default: each config's search.mode)."
+        None, "--mode", "--preset", "-m", "-p",
+        help="Search preset: hybrid, dense, lexical or another named pipeline (repeatable; each run is named "
+        "after it; default: each config's own pipeline).",
     ),
     k: Optional[int] = typer.Option(
         None, "-k", "--top-k",
@@ -72,9 +75,6 @@ def eval_command(
 def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunSpec]:
     from ..eval.runner import RunSpec
 
-    for mode in modes:
-        if mode not in _MODES:
-            raise QueryError(f"unknown search mode {mode!r}; use {', '.join(_MODES)}")
     base = state(ctx)
     loaded: list[tuple[str | None, Config]] = (
         [(str(f), dataclasses.replace(base, config_file=str(f)).config()) for f in files]
@@ -82,9 +82,15 @@ def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunS
     )
     specs = []
     for file, config in loaded:
-        for mode in modes or [config.search.mode]:
+        known = preset_names(config.search.presets)
+        for mode in modes:
+            if mode not in known:
+                raise UnknownComponentError("search preset", mode, known)
+        # No preset asked for: the config's own pipeline (search.pipeline, else its mode's preset).
+        own = config.search.mode if config.search.pipeline is None else None
+        for mode in modes or [own]:
             parts = [Path(file).stem] if len(loaded) > 1 else []
-            parts += [mode] if len(modes) > 1 or not parts else []
+            parts += [mode or "custom"] if len(modes) > 1 or not parts else []
             specs.append(RunSpec("/".join(parts), config, mode, file))
     counts = Counter(s.name for s in specs)
     if any(n > 1 for n in counts.values()):  # same file stem twice: number them
@@ -146,7 +152,8 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
         for failure in result.failures:
             where = f"passes at rank {failure.first_passing_rank}" if failure.first_passing_rank else "fails in top-k"
             lacks = ", ".join(failure.top1_unmet) or "no results"
-            console.print(f"[red]✗[/] [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}", highlight=False)
+            console.print(Text.assemble(("✗", "red"), f" [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}"),
+                          highlight=False)
     out.mkdir(parents=True, exist_ok=True)
     report = out / f"keywords-{file.stem}.json"
     report.write_text(json.dumps([r.to_dict() for r in results], indent=2), encoding="utf-8")

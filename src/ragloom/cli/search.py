@@ -6,7 +6,9 @@ import json
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Hit
@@ -20,40 +22,56 @@ def search_command(
     where: Optional[list[str]] = typer.Option(
         None, "--where", "-w", help="Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key~a,b (repeatable)."
     ),
-    mode: Optional[str] = typer.Option(None, "--mode", "-m", help="hybrid (default), dense or lexical."),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", "--preset", "-m", "-p",
+        help="Search preset: hybrid (default), dense, lexical, or another named pipeline.",
+    ),
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
     full: bool = typer.Option(False, "--full", help="Show whole passages instead of snippets."),
+    explain: bool = typer.Option(
+        False, "--explain", help="Also show how the query was understood and each pipeline step's time and scores."
+    ),
 ) -> None:
     """Find the passages that best match a query."""
     filters = parse_cli_filters(where or [])
     with state(ctx).open_index() as index:
-        hits = index.search(query, k=k, where=filters, mode=mode, min_score=min_score)
+        result = index.retrieve(query, k=k, where=filters, mode=mode, min_score=min_score)
+    hits = result.hits
     if as_json:
-        console.print_json(json.dumps([hit.to_dict() for hit in hits], default=str))
+        payload = result.to_dict() if explain else [hit.to_dict() for hit in hits]
+        console.print_json(json.dumps(payload, default=str))
         return
+    if explain:
+        from .explain import print_explanation
+
+        print_explanation(result)
     if not hits:
         console.print("no passages matched")
         return
     console.print(hits_table(hits, full=full))
 
 
-def hits_table(hits: list[Hit], full: bool = False) -> Table:
-    table = Table(show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("source", overflow="fold")
-    table.add_column("where")
-    table.add_column("passage", ratio=1)
+def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) -> Table:
+    """Rank, score, where the passage is from, and the passage, readable from 80 columns up.
+
+    The source column holds the path with the section, page and chunk under it, and gets a
+    third of the width (at most 48 columns); the passage gets the rest and folds long words
+    instead of cropping them.
+    """
+    width = width or console.width
+    source_width = max(16, min(48, (width - 16) // 3))
+    table = Table(show_lines=True, box=box.SIMPLE_HEAD, expand=True, pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("source", width=source_width, overflow="fold")
+    table.add_column("passage", ratio=1, overflow="fold")
     for hit in hits:
-        where = []
-        if hit.section:
-            where.append(hit.section)
-        if hit.page is not None:
-            where.append(f"p. {hit.page}")
-        where.append(f"chunk {hit.chunk_index}")
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", display_path(hit.source), "\n".join(where),
-                      hit.text if full else snippet(hit.text))
+        where = [hit.section] if hit.section else []
+        where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
+        source = Text(display_path(hit.source))
+        source.append("\n" + "\n".join(where), style="dim")
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(hit.text if full else snippet(hit.text)))
     return table
 
 

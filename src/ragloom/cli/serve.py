@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .app import console, display_path, err_console, state
+from .app import console, display_path, err_console, notice, state
 
 
 def serve_command(
@@ -28,8 +28,8 @@ def serve_command(
     if configured_key(config.server) is None:
         err_console.print(f"writes (ingest, delete) are off: set {API_KEY_ENV} or server.api_key to allow them")
     elif host not in ("127.0.0.1", "localhost", "::1") and not config.server.require_key_for_reads:
-        err_console.print("[yellow]warning:[/] anyone who can reach this address can search the index; "
-                          "set server.require_key_for_reads: true to ask for the key")
+        notice("warning:", "yellow", "anyone who can reach this address can search the index; "
+               "set server.require_key_for_reads: true to ask for the key")
     serve(config, host=host, port=port, watch=watch or [])
 
 
@@ -59,7 +59,7 @@ def watch_command(
     with state(ctx).open_index(create=True) as index:
         def report(batch, result, error) -> None:  # noqa: ANN001
             if error is not None:
-                err_console.print(f"[yellow]warning:[/] {error}", highlight=False)
+                notice("warning:", "yellow", str(error))
                 return
             summary = result.summary()
             console.print(f"added {summary['added']}, updated {summary['updated']}, removed {summary['removed']}, "

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..config import ServerConfig
-from ..index import walk
+from ..ingest.files import walk
 from .errors import ApiError
 
 API_KEY_ENV = "RAGLOOM_API_KEY"
@@ -63,7 +63,7 @@ def resolve_inside(raw: str, roots: Sequence[str]) -> Path:
 def check_folder_contents(folder: Path, roots: Sequence[str], glob: Iterable[str], exclude: Iterable[str]) -> None:
     """Refuse a folder holding a symlink that leads outside the allowed roots."""
     resolved_roots = [Path(root).expanduser().resolve() for root in roots]
-    for file in walk(folder, list(glob), list(exclude)):
+    for file in walk(folder, list(glob), list(exclude), on_error=lambda path, problem: None):
         if not _inside(file.resolve(), resolved_roots):
             raise ApiError(403, "path_not_allowed",
                            f"{file} links to {file.resolve()}, outside the allowed roots; remove the link or ingest files one by one")

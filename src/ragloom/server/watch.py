@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from ..config import Config
 from ..errors import RagloomError, SourceNotFoundError
-from ..index import Index, is_selected
+from ..index import Index
+from ..ingest.files import is_selected
 from ..ingest.loaders import is_supported
 from ..optional import require
 from ..types import IngestReport

@@ -1,0 +1,1 @@
+"""Retrievers: a plan in, ranked candidates out. One module per technique."""
