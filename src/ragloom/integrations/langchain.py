@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..optional import require
 
@@ -34,7 +34,7 @@ class RagloomRetriever(BaseRetriever):
     index: Index
     k: int = Field(5, ge=1, description="passages per query")
     where: dict[str, Any] | None = Field(None, description="metadata filter, as in Index.search")
-    mode: Literal["hybrid", "dense", "lexical"] | None = Field(None, description="None = the index's default")
+    mode: str | None = Field(None, description="hybrid, dense, lexical (or a configured preset); None = the default")
     _search: LockedSearch = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:

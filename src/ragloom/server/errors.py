@@ -17,6 +17,7 @@ from ..errors import (
     ServiceUnavailableError,
     SourceNotFoundError,
     StoreError,
+    UnknownComponentError,
     UnsupportedFormatError,
 )
 from .schemas import ErrorBody
@@ -33,6 +34,7 @@ class ApiError(RagloomError):
 # Most specific first: the first class an exception is an instance of decides.
 _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (FilterError, 422, "invalid_filter"),
+    (UnknownComponentError, 422, "unknown_component"),  # a request naming a preset that does not exist
     (QueryError, 422, "invalid_query"),
     (UnsupportedFormatError, 415, "unsupported_format"),
     (SourceNotFoundError, 404, "path_not_found"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -66,15 +66,16 @@ def build_mcp(service: IndexService, config: Config) -> Any:
     @server.tool(annotations=read_only)
     def search(
         query: str, k: int | None = None, where: dict[str, Any] | None = None,
-        mode: Literal["hybrid", "dense", "lexical"] | None = None,
+        mode: str | None = None, explain: bool = False,
     ) -> SearchResult:
         """Find the passages of the user's documents that best match a query, best first.
 
         `k` passages (default: the index's search.k); `where` filters on metadata, e.g.
         {"page": {"$gte": 2}} or {"source": "/path/file.md"};
-        `mode` is hybrid (default), dense (meaning) or lexical (exact words, BM25).
+        `mode` is a search preset: hybrid (default), dense (meaning), lexical (exact words, BM25)
+        or one the server's config defines; `explain` adds the query plan and each step's trace.
         """
-        result = guarded(lambda: service.search(query, k, where=where, mode=mode))
+        result = guarded(lambda: service.search(query, k, where=where, mode=mode, explain=explain))
         refs = {hit.source_id: SourceRef(id=hit.source_id, path=hit.source, uri=source_uri(hit.source_id))
                 for hit in result.hits}
         return SearchResult(**result.model_dump(), sources=list(refs.values()))

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ..retrieve.base import QueryPlan, StageTrace
 from ..stores.base import AuditEntry
 from ..types import FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
@@ -66,6 +67,9 @@ StatusModel = model_from_dataclass(IndexStats, name="Status", extra={
     "jobs_pending": (int, 0), "version": (str, ""), "readers": (int, 0), "writes_enabled": (bool, False),
 })
 AuditEntryModel = model_from_dataclass(AuditEntry, name="AuditEntry")
+# The plan without its parsed conditions and free-form hints (internal); ``notes`` says them in words.
+PlanModel = model_from_dataclass(QueryPlan, name="QueryPlan", exclude=("conditions", "hints"))
+TraceModel = model_from_dataclass(StageTrace, name="StageTrace")
 
 
 def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
@@ -93,7 +97,11 @@ class SearchRequest(BaseModel):
     where: dict[str, Any] | None = Field(
         None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
     )
-    mode: Literal["hybrid", "dense", "lexical"] | None = Field(None, description="None = search.mode")
+    mode: str | None = Field(
+        None, description="a search preset: hybrid, dense, lexical or one defined under search.presets; "
+        "None = search.pipeline, else search.mode",
+    )
+    explain: bool = Field(False, description="also return the query plan and each pipeline step's trace")
 
 
 class SearchResponse(BaseModel):
@@ -103,6 +111,9 @@ class SearchResponse(BaseModel):
     took_ms: float
     hits: list[HitModel]  # type: ignore[valid-type]
     warnings: list[str] = Field(default_factory=list)
+    plan: PlanModel | None = Field(None, description="with explain: what the search asked for")  # type: ignore[valid-type]
+    trace: list[TraceModel] | None = Field(  # type: ignore[valid-type]
+        None, description="with explain: per pipeline step, its time, hits in and out, and scores after it")
 
 
 class IngestPathsRequest(BaseModel):

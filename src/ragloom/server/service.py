@@ -25,7 +25,7 @@ from ..index import Index
 from ..stores.base import AuditEntry
 from ..types import Hit, IndexStats, SourceRecord
 from .highlight import matched_spans, query_terms
-from .schemas import SearchResponse, hit_model, source_id
+from .schemas import PlanModel, SearchResponse, TraceModel, hit_model, source_id
 
 
 class IndexService:
@@ -69,6 +69,7 @@ class IndexService:
 
     def search(
         self, query: str, k: int | None = None, *, where: Mapping[str, Any] | None = None, mode: str | None = None,
+        explain: bool = False,
     ) -> SearchResponse:
         started = time.perf_counter()
         settings = self.config.search
@@ -86,14 +87,20 @@ class IndexService:
         with self.reader() as index:
             if index.store.count() == 0 and query.strip():
                 notes.append("the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
-                hits: list[Hit] = []
+                result = None
             else:
-                hits = index.search(query, k_used, where=where, mode=mode)  # checks the query and filter
+                result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
         terms = query_terms(query)
-        return SearchResponse(
-            query=query, mode=mode or settings.mode, k=k_used, took_ms=(time.perf_counter() - started) * 1000,
+        hits: list[Hit] = result.hits if result is not None else []
+        response = SearchResponse(
+            query=query, mode=result.plan.preset if result is not None else (mode or settings.mode), k=k_used,
+            took_ms=(time.perf_counter() - started) * 1000,
             hits=[hit_model(hit, matched_spans(hit.text, terms)) for hit in hits], warnings=notes,
         )
+        if explain and result is not None:
+            response.plan = PlanModel.model_validate(result.plan, from_attributes=True)
+            response.trace = [TraceModel.model_validate(step, from_attributes=True) for step in result.trace]
+        return response
 
     def stats(self) -> IndexStats:
         with self.reader() as index:

@@ -51,6 +51,12 @@ def test_search_filters_modes_and_k_clamp(served):
         assert all(h["scores"].keys() == {"lexical"} for h in lexical["hits"])
         clamped = client.post("/v1/search", json={"query": "frames", "k": 1000}).json()
         assert clamped["k"] == 100 and "outside the allowed range" in clamped["warnings"][0]
+        assert clamped["plan"] is None and clamped["trace"] is None
+        explained = client.post("/v1/search", json={"query": "tf2 frames", "k": 3, "explain": True}).json()
+        assert explained["plan"]["preset"] == explained["mode"] == "hybrid" and explained["plan"]["k"] == 3
+        steps = explained["trace"]
+        assert steps and all({"name", "ms", "n_in", "n_out", "scores"} <= set(step) for step in steps)
+        assert list(steps[-1]["scores"])[:3] == [h["chunk_id"] for h in explained["hits"]]
 
 
 def test_sources_status_and_audit(served):
@@ -138,6 +144,8 @@ def test_limits_and_errors_are_json_with_stable_codes(served):
         responses = {
             "query_too_long": client.post("/v1/search", json={"query": "x" * (limit.max_query_chars + 1)}),
             "invalid_filter": client.post("/v1/search", json={"query": "x", "where": {"page": {"$near": 1}}}),
+            "unknown_component": client.post("/v1/search", json={"query": "x", "mode": "sideways"}),
+            "invalid_query": client.post("/v1/search", json={"query": "   "}),
             "invalid_request": client.post("/v1/search", json={"query": "x", "k": 0, "colour": "red"}),
             "not_found": client.get("/v1/nothing-here"),
             "method_not_allowed": client.get("/v1/search"),
