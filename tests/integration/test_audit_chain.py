@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom import Config, Index, RagloomWarning
+from ragloom import Config, Index
 from ragloom.audit import chain_hash, verify_chain
 from ragloom.stores.base import create_store
 from ragloom.stores.migrate import migrate
