@@ -7,14 +7,15 @@ import hashlib
 import os
 import time
 import warnings
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .audit import AuditEvent, ChainReport
 from .config import Config, SearchConfig
 from .embed.base import Embedder, create_embedder
 from .errors import (
@@ -31,7 +32,6 @@ from .filters import Condition, parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
-from .audit import AuditEvent, ChainReport
 from .stores.base import (
     AuditEntry,
     Candidate,
