@@ -629,7 +629,8 @@ def _writable(folder: Path) -> bool:
     """Whether this user may write the index folder and the files in it."""
     if not os.access(folder, os.W_OK):
         return False
-    return all(os.access(entry, os.W_OK) for entry in folder.rglob("*.sqlite"))
+    catalogs = [*folder.glob("ragloom.sqlite"), *folder.glob("*/ragloom.sqlite")]
+    return all(os.access(entry, os.W_OK) and os.access(entry.parent, os.W_OK) for entry in catalogs)
 
 
 def _is_under(path: str, folder: str) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom import Config, Index, RagloomWarning
+from ragloom import Config, Index
 from ragloom.audit import chain_hash, verify_chain
 from ragloom.stores.base import create_store
 from ragloom.stores.migrate import migrate
@@ -235,3 +235,29 @@ def test_a_read_only_index_with_a_broken_chain_still_lists_it_with_a_warning(tmp
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert not index.verify_audit().ok
+
+
+def test_concurrent_writers_keep_one_unbroken_chain(tmp_path, docs, embedder):
+    """Each append reads the newest entry and links to it inside one IMMEDIATE transaction."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragloom.stores.base import AuditEntry
+
+    with Index.open(tmp_path / "ix", Config(), embedder=embedder) as index:
+        index.ingest([docs])
+        before = index.verify_audit().entries
+
+    def log_searches(worker: int) -> None:
+        store = create_store(tmp_path / "ix", Config())  # a connection of its own
+        try:
+            for n in range(15):
+                store.log_search(AuditEntry(query=f"w{worker} q{n}", mode="dense", k=1, filters={}, parameters={},
+                                            hits=[], elapsed_ms=0.1, created_at=0.0))
+        finally:
+            store.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(log_searches, range(4)))
+    with Index.open(tmp_path / "ix", Config(), create=False, embedder=embedder) as index:
+        report = index.verify_audit()
+        assert report.ok and report.entries == before + 60, report.describe()

@@ -66,6 +66,20 @@ def test_a_texts_vector_does_not_depend_on_its_batch(embedder) -> None:
     assert np.array_equal(together[:6], alone)
 
 
+def test_fastembed_on_the_int8_files_is_batch_independent_too() -> None:
+    pytest.importorskip("fastembed")
+    from ragloom.config import EmbedderConfig
+    from ragloom.embed import create_embedder
+    from ragloom.embed.base import quantises_per_batch
+    from ragloom.models import packaged_model_dir
+
+    folder = packaged_model_dir("bge_small_en")
+    assert quantises_per_batch(folder / "model.onnx")
+    embedder = create_embedder(EmbedderConfig(provider="fastembed", model=str(folder)))
+    texts = [f"{topic}. " * (1 + i % 4) for i, topic in enumerate(TOPICS * 2)]
+    assert np.array_equal(embedder.embed_documents(texts)[5:], embedder.embed_documents(texts[5:]))
+
+
 def test_an_ingest_resumed_after_a_crash_gives_a_clean_builds_vectors_and_results(tmp_path, embedder, monkeypatch):
     docs = _corpus(tmp_path / "docs")
     with Index.open(tmp_path / "clean", _config(), embedder=embedder) as clean:

@@ -42,7 +42,8 @@ def built(tmp_path: Path, embedder) -> Path:
     docs.mkdir()
     for name, text in DOCS.items():
         (docs / name).write_text(text)
-    with Index.open(tmp_path / "ix", Config(), embedder=embedder) as index:
+    # One indexing thread: one BM25 segment, the same bytes every run (the damage tests rely on it).
+    with Index.open(tmp_path / "ix", Config.from_dict({"embedder": {"threads": 1}}), embedder=embedder) as index:
         assert index.ingest([docs]).ok
         index.search("kalman", k=1)  # derived indexes saved, one audit entry
     return tmp_path / "ix"
@@ -153,11 +154,12 @@ def _garble(files: list[Path]) -> None:
 
 
 def _few_bytes_of_garbage(files: list[Path]) -> None:
-    """What made tantivy panic on every search (``start <= orig_range.end``)."""
+    """What made tantivy panic on every search (``start <= orig_range.end``): with the
+    fixture's single segment, tantivy opens the index and panics on the query."""
     assert files
     for path in files:
         data = bytearray(path.read_bytes())
-        data[8:12] = b"\xff\xfe\xfd\xfc"
+        data[24:28] = b"\xff\xfe\xfd\xfc"
         path.write_bytes(bytes(data))
 
 

@@ -3,8 +3,10 @@
 Holds the embedder identity, the sources registry, chunks, where each vector is (keyed by
 chunk content hash, so identical text is embedded once and a changed file re-embeds only the
 chunks that changed: the vectors themselves are in the file ``vectorlog`` describes, the one
-copy on disk), and the audit log. Every write bumps ``generation``; the
+copy on disk), and the audit log (a hash chain, see ``ragloom.audit``; each source write is
+chained in its own transaction). Every write bumps ``generation``; the
 derived indexes (vector matrix, BM25) remember the generation they were built at.
+A Catalog opened ``read_only`` refuses every write (SQLite ``mode=ro``).
 """
 
 from __future__ import annotations
