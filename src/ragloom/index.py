@@ -329,7 +329,7 @@ class Index:
         target = source_id(path)
         matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
         if not matched:
-            raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+            raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched
 
     # -- search -----------------------------------------------------------------------------------

@@ -254,11 +254,14 @@ def test_paths_snippets_and_queries_with_markup_print_as_they_are(bracket_index)
 
 def test_error_messages_keep_brackets_and_stay_on_one_line(capsys):
     from ragloom.cli.app import _report_error
-    from ragloom.errors import MissingDependencyError
+    from ragloom.errors import MissingDependencyError, SourceNotFoundError
 
     assert _report_error(MissingDependencyError("ir-measures", "eval", "ragloom eval " + "x" * 80)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'ragloom[eval]'" in err
+
+    assert _report_error(SourceNotFoundError("bad\udcff.txt")) == 1  # a file name that is not UTF-8
+    assert capsys.readouterr().err.startswith("error: bad\\xff.txt: no such file")
 
     assert _report_error(ValueError("boom\nsecond line")) == 1
     err = capsys.readouterr().err
@@ -320,8 +323,7 @@ def test_bad_config_files_and_arguments_are_one_line_errors(tmp_path):
         result = run(*args, cwd=tmp_path, check=False)
         no_traceback(result)
         assert result.returncode != 0 and expected in result.stderr, (args, result.stderr)
-        if args[0] != "audit":  # click prints its usage errors with a usage line
-            one_line_error(result)
+        one_line_error(result)
 
 
 def test_audit_with_a_huge_count_lists_everything(tmp_path):
