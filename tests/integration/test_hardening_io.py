@@ -153,7 +153,7 @@ def test_deeply_nested_html_is_read_in_linear_time(tmp_path):
         page.write_text("<html><body>" + "<div><span>x</span>" * depth + "</div>" * depth + "<p>end</p></body></html>")
         count = 0
 
-        def profile(frame, event, arg):  # noqa: ANN001
+        def profile(frame, event, arg):
             nonlocal count
             count += event in ("call", "c_call")
 
@@ -187,7 +187,7 @@ def test_an_unreadable_subfolder_is_reported_and_its_indexed_files_kept(tmp_path
         if os.geteuid() == 0:  # root reads any folder: make the OS refuse this one as it would a user
             real_scandir = os.scandir
 
-            def refuse(path=".", *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+            def refuse(path=".", *args, **kwargs):
                 if Path(os.fsdecode(path)) == locked:
                     raise PermissionError(13, "Permission denied", str(path))
                 return real_scandir(path, *args, **kwargs)
