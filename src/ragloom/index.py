@@ -254,11 +254,14 @@ class Index:
             return None
         try:
             result = load_file(file, source)
+            chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None
+        except Exception as exc:  # a library or plugin failing on one file must not lose the others
+            report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
+            return None
         report.warnings.extend(result.warnings)
-        chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,

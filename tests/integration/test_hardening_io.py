@@ -96,6 +96,32 @@ def test_files_above_the_size_limit_are_skipped_with_a_message(tmp_path):
     assert sources(tmp_path) == ["small.txt"]
 
 
+def test_a_file_that_breaks_a_loader_is_reported_and_the_rest_indexed(tmp_path, embedder, monkeypatch):
+    from ragloom import registry
+    from ragloom.ingest.loaders.text import TextFileLoader
+
+    class Explosive(TextFileLoader):  # a plugin with a bug: not a LoaderError
+        name = "explosive"
+        extensions = (".boom",)
+
+        def parse(self, text, path, source):
+            raise ValueError("the plugin tripped")
+
+    monkeypatch.setitem(registry._registered["loader"], "explosive", Explosive)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("plain notes about lidar")
+    (docs / "b.boom").write_text("anything")
+    (docs / "c.jsonl").write_text('{"_id": "1", "text": "odometry"}\n' + "[" * 100_000 + "\n")
+    config = Config(index=str(tmp_path / "ix"))
+    with Index.open(config.index, config, embedder=embedder) as index:
+        report = index.ingest([docs])
+    assert sorted(Path(p).name for p in report.added) == ["a.txt", "c.jsonl"]
+    [failure] = report.failed
+    assert failure.path.endswith("b.boom") and failure.error == "could not be read (ValueError: the plugin tripped)"
+    assert any("c.jsonl: skipped 1 unreadable line (line 2)" in w for w in report.warnings)
+
+
 # --- item 4: chunking a long single-line text holds no per-token Python objects ----------------
 
 
