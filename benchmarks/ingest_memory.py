@@ -3,10 +3,13 @@
 A file of N MB of words on one line (no newline anywhere, a few non-ASCII characters so
 Python stores it two bytes a character) is written to a scratch folder, then read in a
 fresh process, either only as far as the chunks (`chunk`: load + chunk, seconds) or
-through a full `ragloom ingest` (`ingest`: + embedding and writing, which for 50 MB is
-~12M tokens, i.e. tens of minutes on 2 cores). Peak RSS is the child's ru_maxrss.
+through the ingest path with the model's forward pass replaced by constant vectors
+(`ingest-no-model`: + store writes), or through a full `ragloom ingest` (`ingest`: + the
+model, which for 50 MB is ~12M tokens, i.e. an hour or more on 2 cores). Peak RSS is the
+child's ru_maxrss.
 
     python benchmarks/ingest_memory.py --mb 5 50 --stage chunk
+    python benchmarks/ingest_memory.py --mb 50 --stage ingest-no-model
     python benchmarks/ingest_memory.py --mb 50 --stage ingest      # the issue's target: <= 1 GB
 """
 
@@ -39,6 +42,21 @@ print(json.dumps({"chunks": len(chunks)}))
 """
 
 
+# The real ingest path with the ONNX forward pass replaced by zero vectors: the peak RSS of
+# everything but the model's activations (which `ingest` adds: ~360-560 MB at batch 32).
+_NO_MODEL = """
+import json, sys
+import numpy as np
+from ragloom import Config, Index
+from ragloom.embed.onnx import OnnxEmbedder
+OnnxEmbedder._embed_batch = lambda self, texts, kind: np.ones((len(texts), self.dimension), dtype=np.float32)
+config = Config(index=sys.argv[2])
+with Index.open(config.index, config) as index:
+    report = index.ingest([sys.argv[1]])
+print(json.dumps({"chunks": report.chunks_written}))
+"""
+
+
 def write_single_line(path: Path, megabytes: float) -> None:
     rng = random.Random(1)
     target = int(megabytes * 1_000_000)
@@ -67,7 +85,7 @@ def run_child(args: list[str], cwd: Path) -> tuple[float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, nargs="+", default=[5.0], help="file sizes, increasing")
-    parser.add_argument("--stage", choices=["chunk", "ingest"], default="chunk")
+    parser.add_argument("--stage", choices=["chunk", "ingest-no-model", "ingest"], default="chunk")
     args = parser.parse_args()
     print("| file MB | stage | chunks | peak RSS MB | seconds |")
     print("|---|---|---|---|---|")
@@ -80,6 +98,10 @@ def main() -> None:
             write_single_line(file, megabytes)
             if args.stage == "chunk":
                 peak, seconds, out = run_child([sys.executable, "-c", _CHUNK_ONLY, str(file)], root)
+                chunks = json.loads(out)["chunks"]
+            elif args.stage == "ingest-no-model":
+                peak, seconds, out = run_child([sys.executable, "-c", _NO_MODEL, str(folder),
+                                                str(root / f"ix{megabytes:g}")], root)
                 chunks = json.loads(out)["chunks"]
             else:
                 command = [sys.executable, "-m", "ragloom", "-i", str(root / f"ix{megabytes:g}"), "ingest",
