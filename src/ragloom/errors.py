@@ -119,6 +119,17 @@ class IndexNotFoundError(StoreError, FileNotFoundError):
         return str(self.args[0])
 
 
+class IndexDamagedError(StoreError):
+    """The index database cannot be read: the file is damaged or is not an index at all."""
+
+
+class IndexReadOnlyError(StoreError, PermissionError):
+    """A write was asked of an index opened read-only (no write permission)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class IndexLockedError(StoreError):
     """Another process is writing to this index."""
 

@@ -6,14 +6,16 @@ import hashlib
 import os
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .config import Config, SearchConfig
+from .config import Config
+from .context import Context
 from .embed.base import Embedder, create_embedder
 from .errors import (
     IndexNotFoundError,
@@ -26,13 +28,21 @@ from .errors import (
     UnsupportedFormatError,
     UsageError,
 )
-from .filters import Condition, parse_where
+from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
-from .retrieve.fusion import convex_combination, reciprocal_rank_fusion
-from .stores.base import AuditEntry, Candidate, Store, create_store, exclusive_write_lock, rank_candidates
-from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+from . import registry
+from .audit import AuditEvent, ChainReport
+from .retrieve.base import QueryPlan, SearchContext, SearchResult, StageTrace
+from .retrieve.cache import LRUCache, result_key
+from .retrieve.understand import understand
+from .retrieve.pipeline import Pipeline, build_pipeline
+from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
+from .tracing import set_attributes, span
+from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock, store_exists
+from .types import Answer, Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
 _EMBED_BATCH_CHUNKS = 256
@@ -75,6 +85,12 @@ class Index:
                 check_same_embedder(recorded, embedder, path)
             self._embedder = embedder
         self._chunkers: dict[str, Chunker] = {}
+        self._pipelines: dict[str, Pipeline] = {}
+        #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
+        self._components: dict[str, Any] = {}
+        self._warned_read_only = False
+        self._results: LRUCache[SearchResult] = LRUCache(config.search.cache.size)
+        self._embeddings: LRUCache[np.ndarray] = LRUCache(config.search.cache.embeddings)
 
     @classmethod
     def open(
@@ -84,21 +100,29 @@ class Index:
         *,
         create: bool = True,
         embedder: Embedder | None = None,
+        read_only: bool | None = None,
     ) -> Index:
         """Open the index at ``path`` (default: the config's ``index``), creating it if new.
 
-        With ``create=False`` a missing index is an error instead. ``embedder`` passes
-        a ready embedder instance (it must match the one the index was built with).
+        With ``create=False`` a missing index is an error instead (a folder that holds no
+        index is not turned into one). ``read_only=True`` opens it without writing anything
+        (searches are then not written to the audit log); the default, None, opens
+        read-only exactly when ``create=False`` and this user may not write the index.
+        ``embedder`` passes a ready embedder instance (it must match the one the index
+        was built with).
         """
         config = config or Config()
         folder = Path(path if path is not None else config.index).expanduser()
         if folder.exists() and not folder.is_dir():
             raise RagloomError(f"{folder} is a file, not an index directory; pick another --index path")
-        if not create and not folder.exists():
+        if not create and not store_exists(folder, config):
+            what = "no index" if not folder.exists() else f"no ragloom index (of the {config.store.backend} store)"
             raise IndexNotFoundError(
-                f"there is no index at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
+                f"there is {what} at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
             )
-        store = create_store(folder, config)
+        if read_only is None:
+            read_only = not create and not _writable(folder)
+        store = create_store(folder, config, read_only=read_only)
         try:
             return cls(folder, config, store, embedder)
         except BaseException:
@@ -112,6 +136,11 @@ class Index:
         self.close()
 
     def close(self) -> None:
+        for component in self._components.values():
+            closer = getattr(component, "close", None)
+            if callable(closer):
+                closer()
+        self._components.clear()
         if self._owns_embedder and self._embedder is not None:
             self._embedder.close()
         self.store.close()
@@ -172,7 +201,7 @@ class Index:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         plan, folders = self._plan(paths, glob, report)
-        with exclusive_write_lock(self.path):
+        with exclusive_write_lock(self.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
             seen: set[str] = set()
@@ -201,6 +230,20 @@ class Index:
             self.store.flush()
         report.seconds = time.perf_counter() - started
         return report
+
+    @contextmanager
+    def _audited_ingest(
+        self, paths: Sequence[str | Path], glob: Sequence[str] | None, report: IngestReport
+    ) -> Iterator[None]:
+        """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
+        parameters = {
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "glob": list(glob or self.config.ingest.glob), "exclude": list(self.config.ingest.exclude),
+            "chunking": self.config.chunking.model_dump(mode="json"), "embedder": self.embedder.model_id,
+        }
+        with self.store.audited("ingest", parameters) as summary:
+            yield
+            summary.update(report.summary(), failed_files=[f.path for f in report.failed])
 
     def _plan(
         self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport
@@ -248,13 +291,14 @@ class Index:
         del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = self.store.get_source(source)
         chunker = self.chunker_for(file)
-        policy = chunker.policy
+        policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
+        enrich = self.config.ingest.enrich
         try:
             result = load_file(file, source)
-            chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
+            chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None
@@ -320,9 +364,11 @@ class Index:
         """Remove a source (or every source under a folder); return the removed paths."""
         with exclusive_write_lock(self.path):
             removed = self.sources_under(path)
-            for source in removed:
-                self.store.delete_source(source)
-            self.store.flush()
+            with self.store.audited("remove", {"path": source_id(path)}) as summary:
+                for source in removed:
+                    self.store.delete_source(source)
+                self.store.flush()
+                summary["removed"] = len(removed)
         return removed
 
     def sources_under(self, path: str | Path) -> list[str]:
@@ -345,42 +391,125 @@ class Index:
         mode: str | None = None,
         min_score: float | None = None,
     ) -> list[Hit]:
-        """The ``k`` passages that best match ``query``, best first."""
+        """The ``k`` passages that best match ``query``, best first.
+
+        ``mode`` names a preset (``dense``, ``lexical``, ``hybrid``, ...); by default the
+        configured ``search.pipeline``, or else the ``search.mode`` preset.
+        """
+        return self.retrieve(query, k, where=where, mode=mode, min_score=min_score).hits
+
+    def retrieve(
+        self,
+        query: str,
+        k: int | None = None,
+        *,
+        where: Mapping[str, Any] | None = None,
+        mode: str | None = None,
+        min_score: float | None = None,
+    ) -> SearchResult:
+        """Like ``search``, with the plan and a per-step trace (what ``--explain`` shows)."""
         started = time.perf_counter()
-        settings = self.config.search
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
-        mode = mode or settings.mode
-        if mode not in ("hybrid", "dense", "lexical"):
-            raise QueryError(f"unknown search mode {mode!r}; use hybrid, dense or lexical")
-        k_used = self.clamp_k(k)
-        conditions = parse_where(where)
-        min_score = settings.min_score if min_score is None else min_score
-        candidates: list[Candidate] = []
-        components: dict[str, dict[str, float]] = {}
-        if self.store.count() == 0:
-            warnings.warn(
-                f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
-                RagloomWarning, stacklevel=2,
-            )
-        else:
-            candidates, components = self._retrieve(query, k_used, conditions, mode)
-        if min_score is not None:
-            candidates = [c for c in candidates if c.score >= min_score]
-        candidates = rank_candidates(candidates, k_used)
-        chunks = {c.id: c for c in self.store.get_chunks([c.chunk_id for c in candidates])}
-        hits = [
-            Hit(
-                chunk_id=c.chunk_id, text=chunks[c.chunk_id].text, score=c.score, rank=rank,
-                source=chunks[c.chunk_id].source, metadata=chunks[c.chunk_id].metadata,
-                scores={name: values[c.chunk_id] for name, values in components.items() if c.chunk_id in values},
-            )
-            for rank, c in enumerate((c for c in candidates if c.chunk_id in chunks), start=1)
-        ]
-        elapsed_ms = (time.perf_counter() - started) * 1000
+        pipeline = self.pipeline(mode)
+        plan = self._plan_query(query, self.clamp_k(k), where, min_score, pipeline.name)
+        with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
+            if self.store.count() == 0:
+                warnings.warn(
+                    f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
+                    RagloomWarning, stacklevel=2,
+                )
+                result = SearchResult([], plan)
+            else:
+                result = self._cached_run(pipeline, plan)
+            set_attributes(current, **{"ragloom.hits": len(result.hits)})
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.config.audit.enabled:
-            self._audit(query, mode, k, k_used, where, min_score, hits, elapsed_ms)
-        return hits
+            self._audit(result, k, pipeline)
+        return result
+
+    def _plan_query(
+        self, query: str, k: int, where: Mapping[str, Any] | None, min_score: float | None, preset: str
+    ) -> QueryPlan:
+        """The plan: the caller's settings plus what query understanding found in the text."""
+        settings = self.config.search
+        understood = understand(query, settings.understand, lambda: [r.path for r in self.store.list_sources()])
+        merged: dict[str, Any] = dict(where or {})
+        for key, spec in understood.where.items():  # for the audit log and the cache key
+            merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
+        return QueryPlan(
+            text=understood.text, original=query, k=k,
+            conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
+            phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
+            min_score=settings.min_score if min_score is None else min_score, preset=preset,
+        )
+
+    def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
+        """The pipeline's result, from the query cache when the same search ran since the last write."""
+        generation = self.store.generation()
+        fallback = None if self.config.search.fallback == "none" else \
+            registry.resolve("retriever", self.config.search.fallback)()
+        if generation is None or self._results.capacity <= 0:
+            return pipeline.run(plan, self.search_context(), fallback)
+        began = time.perf_counter()
+        key = result_key(
+            plan.original, generation, k=plan.k, where=plan.where, min_score=plan.min_score, steps=pipeline.steps,
+            preset=pipeline.name, search=self.config.search.model_dump(mode="json", exclude={"cache"}),
+        )
+        cached = self._results.get(key)
+        if cached is not None:
+            step = StageTrace("cache", (time.perf_counter() - began) * 1000, len(cached.hits), len(cached.hits),
+                              {h.chunk_id: h.score for h in cached.hits}, "hit")
+            return SearchResult(list(cached.hits), cached.plan, [step, *cached.trace],
+                                cache={"hit": True, **self._results.stats().to_dict()})
+        result = pipeline.run(plan, self.search_context(), fallback)
+        if not any(step.note.startswith("fallback") for step in result.trace):  # retry the real search next time
+            self._results.put(key, result)
+        result.cache = {"hit": False, **self._results.stats().to_dict()}
+        return result
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Hits, misses and size of this process's query-result and query-embedding caches."""
+        return {"results": self._results.stats().to_dict(), "embeddings": self._embeddings.stats().to_dict()}
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        return self._embeddings.get_or_compute(text, lambda: self.embedder.embed_query(text))
+
+    # -- answers ------------------------------------------------------------------------------------
+    def context(self, question: str, *, budget: int | None = None, k: int | None = None,
+                where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
+        """The numbered, token-budgeted context an LLM would get for ``question``."""
+        from .generate.answering import context_for
+
+        return context_for(self, question, budget=budget, k=k, where=where, mode=mode)
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        """Answer ``question`` from the index, citing passages. Options: strategy (auto, extractive,
+        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``)."""
+        from .generate.answering import ask
+
+        return ask(self, question, **options)
+
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like ``ask``, yielding the answer's text in pieces as it is generated, then the Answer."""
+        from .generate.answering import ask_stream
+
+        return ask_stream(self, question, **options)
+
+    def pipeline(self, mode: str | None = None) -> Pipeline:
+        """The search pipeline for a preset name (None: the configured pipeline), built once."""
+        settings = self.config.search
+        key = mode or ("" if settings.pipeline is not None else settings.mode)
+        if key not in self._pipelines:
+            if key:
+                self._pipelines[key] = build_pipeline(preset=key, custom_presets=settings.presets)
+            else:
+                self._pipelines[key] = build_pipeline(settings.pipeline)
+        return self._pipelines[key]
+
+    def search_context(self) -> SearchContext:
+        """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
+        return SearchContext(self.store, lambda: self.embedder, self.config, self._components, self._query_vector)
 
     def clamp_k(self, k: int | None) -> int:
         settings = self.config.search
@@ -394,33 +523,29 @@ class Index:
             )
         return clamped
 
-    def _retrieve(
-        self, query: str, k: int, conditions: Sequence[Any], mode: str
-    ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+    def _audit(self, result: SearchResult, k_requested: int | None, pipeline: Pipeline) -> None:
         settings = self.config.search
-        if mode == "lexical":
-            found = self.store.search_lexical(query, k, conditions)
-            return found, {"lexical": {c.chunk_id: c.score for c in found}}
-        vector = self.embedder.embed_query(query)
-        if mode == "dense":
-            found = self.store.search_dense(vector, k, conditions)
-            return found, {"dense": {c.chunk_id: c.score for c in found}}
-        return hybrid_search(self.store, vector, query, max(settings.candidates, k), conditions, settings)
-
-    def _audit(
-        self, query: str, mode: str, k_requested: int | None, k: int, where: Mapping[str, Any] | None,
-        min_score: float | None, hits: list[Hit], elapsed_ms: float,
-    ) -> None:
-        settings = self.config.search
+        plan = result.plan
         parameters = {
-            "k_requested": k_requested, "min_score": min_score, "fusion": settings.fusion,
+            "k_requested": k_requested, "min_score": plan.min_score, "fusion": settings.fusion,
             "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
+            "pipeline": pipeline.steps,
         }
+        if plan.text != plan.original:
+            parameters["query_text"] = plan.text
+        if self.store.read_only:
+            if not self._warned_read_only:
+                warnings.warn(
+                    f"the index at {self.path} is open read-only; searches are not written to its audit log",
+                    RagloomWarning, stacklevel=3,
+                )
+                self._warned_read_only = True
+            return
         info = self.store.embedder_info() or {}
         self.store.log_search(AuditEntry(
-            query=query, mode=mode, k=k, filters=dict(where or {}), parameters=parameters,
-            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in hits],
-            elapsed_ms=elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
+            query=plan.original, mode=pipeline.name, k=plan.k, filters=dict(plan.where), parameters=parameters,
+            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in result.hits],
+            elapsed_ms=result.elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
         ))
 
     # -- reporting ---------------------------------------------------------------------------------
@@ -438,9 +563,23 @@ class Index:
         return self.store.list_sources()
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
-        if last < 1:
-            raise UsageError(f"last={last}: ask for at least one audit entry")
-        return self.store.recent_searches(min(last, 2**62))  # SQLite integers are 64-bit
+        return self.store.recent_searches(_audit_limit(last))
+
+    def audit_events(
+        self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        """The newest entries of the audit log (searches and writes), newest first."""
+        return self.store.audit_events(_audit_limit(last), kinds, exclude)
+
+    def verify_audit(self) -> ChainReport:
+        """Check the audit log's hash chain; the report names the first broken entry."""
+        return self.store.verify_audit()
+
+
+def _audit_limit(last: int) -> int:
+    if last < 1:
+        raise UsageError(f"last={last}: ask for at least one audit entry")
+    return min(last, 2**62)  # SQLite integers are 64-bit
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
@@ -457,22 +596,26 @@ def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: P
         )
 
 
-def hybrid_search(
-    store: Store, vector: np.ndarray, query: str, depth: int, conditions: Sequence[Condition],
-    settings: SearchConfig,
-) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
-    """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
-    dense = store.search_dense(vector, depth, conditions)
-    lexical = store.search_lexical(query, depth, conditions)
-    dense_scores = {c.chunk_id: c.score for c in dense}
-    missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
-    dense_scores.update(store.dense_scores(vector, missing))
-    lexical_scores = {c.chunk_id: c.score for c in lexical}
-    if settings.fusion == "rrf":
-        fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
-    else:
-        fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
-    return fused, {"dense": dense_scores, "lexical": lexical_scores}
+def set_aside_index(folder: str | Path) -> Path | None:
+    """Move a (damaged) index folder aside, to ``<folder>.damaged-<time>``, so the next ingest
+    builds it anew; return where it went, or None when there was nothing there.
+
+    A Chroma or Qdrant *server* collection is not touched: only the local files move.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        return None
+    target = folder.with_name(f"{folder.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    with exclusive_write_lock(folder):
+        folder.rename(target)
+    return target
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this user may write the index folder and the files in it."""
+    if not os.access(folder, os.W_OK):
+        return False
+    return all(os.access(entry, os.W_OK) for entry in folder.rglob("*.sqlite"))
 
 
 def _is_under(path: str, folder: str) -> bool:

@@ -60,12 +60,13 @@ class State:
             merged["index"] = self.index
         return Config.load(self.config_file, overrides=merged)
 
-    def open_index(self, create: bool = False, **overrides: Any):
-        """Open the configured index; only commands that write may create it."""
+    def open_index(self, create: bool = False, read_only: Optional[bool] = None, **overrides: Any):
+        """Open the configured index; only commands that write may create it, and commands
+        that only read pass ``read_only=True`` (None: read-only when the index is not writable)."""
         from ..index import Index
 
         config = self.config(**overrides)
-        return Index.open(config.index, config, create=create)
+        return Index.open(config.index, config, create=create, read_only=read_only)
 
 
 @app.callback()
@@ -99,11 +100,11 @@ def state(ctx: typer.Context) -> State:
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, search
+    from . import admin, ingest, search, serve
 
-    for module in (ingest, search, admin):
+    for module in (ingest, search, admin, serve):
         module.register(app)
-    for optional in ("migrate", "eval", "providers"):
+    for optional in ("migrate", "eval", "providers", "answer"):
         try:
             module = __import__(f"ragloom.cli.{optional}", fromlist=["register"])
         except ImportError:

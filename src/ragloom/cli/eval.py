@@ -13,14 +13,14 @@ import typer
 from rich.text import Text
 
 from ..config import Config
-from ..errors import QueryError
+from ..errors import UnknownComponentError
+from ..retrieve.pipeline import preset_names
 from .app import console, display_path, state
 from .ingest import _RichProgress, progress_bars
 
 if TYPE_CHECKING:
     from ..eval.runner import RunSpec
 
-_MODES = ("hybrid", "dense", "lexical")
 _BEIR_K = 100
 
 
@@ -35,7 +35,9 @@ def eval_command(
         None, "--config", "-c", help="A config file to evaluate (repeatable; the first is the baseline)."
     ),
     modes: Optional[list[str]] = typer.Option(
-        None, "--mode", "-m", help="hybrid, dense or lexical (repeatable; default: each config's search.mode)."
+        None, "--mode", "--preset", "-m", "-p",
+        help="Search preset: hybrid, dense, lexical or another named pipeline (repeatable; each run is named "
+        "after it; default: each config's own pipeline).",
     ),
     k: Optional[int] = typer.Option(
         None, "-k", "--top-k",
@@ -54,13 +56,29 @@ def eval_command(
         help="With --keywords: exit with status 1 when a run's top-1 accuracy is below this (e.g. 0.9).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    answers: bool = typer.Option(
+        False, "--answers", help="Score answers instead of rankings: EM, token F1, containment (and citation "
+        "precision/recall) against the dataset's answers.jsonl (_id, answers)."
+    ),
+    strategies: Optional[list[str]] = typer.Option(
+        None, "--strategy", "-s", help="With --answers: strategies to compare (repeatable; first-sentence is the "
+        "baseline). Default: first-sentence, extractive."
+    ),
+    limit: Optional[int] = typer.Option(None, "--limit", help="With --answers: a fixed subset of this many questions."),
 ) -> None:
     """Measure retrieval quality and speed; several configs or modes are compared side by side."""
     from ..eval.scratch import default_cache_dir
 
     specs = _specs(ctx, configs or [], modes or [])
     cache = cache_dir or default_cache_dir()
-    if keywords is not None:
+    if answers:
+        if dataset is None:
+            from ..eval.beir import DatasetError
+
+            raise DatasetError("give the dataset folder: ragloom eval DATASET_DIR --answers")
+        _answer_eval(specs[0], dataset, split, strategies or ["first-sentence", "extractive"], limit, k, out, cache,
+                     quiet)
+    elif keywords is not None:
         _keyword_eval(specs, keywords, dataset, k, out, cache, fail_under, quiet)
     elif dataset is None:
         from ..eval.beir import DatasetError
@@ -73,9 +91,6 @@ def eval_command(
 def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunSpec]:
     from ..eval.runner import RunSpec
 
-    for mode in modes:
-        if mode not in _MODES:
-            raise QueryError(f"unknown search mode {mode!r}; use {', '.join(_MODES)}")
     base = state(ctx)
     loaded: list[tuple[str | None, Config]] = (
         [(str(f), dataclasses.replace(base, config_file=str(f)).config()) for f in files]
@@ -83,9 +98,15 @@ def _specs(ctx: typer.Context, files: list[Path], modes: list[str]) -> list[RunS
     )
     specs = []
     for file, config in loaded:
-        for mode in modes or [config.search.mode]:
+        known = preset_names(config.search.presets)
+        for mode in modes:
+            if mode not in known:
+                raise UnknownComponentError("search preset", mode, known)
+        # No preset asked for: the config's own pipeline (search.pipeline, else its mode's preset).
+        own = config.search.mode if config.search.pipeline is None else None
+        for mode in modes or [own]:
             parts = [Path(file).stem] if len(loaded) > 1 else []
-            parts += [mode] if len(modes) > 1 or not parts else []
+            parts += [mode or "custom"] if len(modes) > 1 or not parts else []
             specs.append(RunSpec("/".join(parts), config, mode, file))
     counts = Counter(s.name for s in specs)
     if any(n > 1 for n in counts.values()):  # same file stem twice: number them
@@ -155,6 +176,27 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
     console.print(f"report: {display_path(str(report))}")
     if fail_under is not None and any(r.top1_accuracy < fail_under for r in results):
         raise typer.Exit(1)
+
+
+def _answer_eval(spec: RunSpec, dataset: Path, split: str, runs: list[str], limit: Optional[int], k: Optional[int],
+                 out: Path, cache: Path, quiet: bool) -> None:
+    from ..eval.answers import dump, evaluate_answers, load_answers, spread, table
+    from ..eval.beir import load_beir
+    from ..eval.scratch import open_scratch_index
+
+    data = load_beir(dataset, split)
+    golds = load_answers(Path(dataset) / "answers.jsonl")
+    questions = spread([q for q in data.queries if q in golds], limit)
+    with progress_bars(quiet) as bar:
+        index, _ = open_scratch_index(data.corpus_path, spec.config, cache, _RichProgress(bar), shard_corpus=True)
+        task = bar.add_task(f"answers ({len(runs)} runs)", total=len(questions) * len(runs))
+        with index:
+            results, recall = evaluate_answers(index, data, golds, runs, questions=questions, k=k or 5,
+                                               progress=lambda run, qid: bar.update(task, advance=1))
+    console.print(table(results, recall, k or 5), highlight=False, markup=False)
+    report = out / f"answers-{data.name}.json"
+    dump(results, recall, report)
+    console.print(f"report: {display_path(str(report))}")
 
 
 def _print_wide(table) -> None:

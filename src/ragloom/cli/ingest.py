@@ -49,9 +49,18 @@ def ingest_command(
     chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    rebuild: bool = typer.Option(
+        False, "--rebuild", help="Move the index aside (kept as INDEX.damaged-TIME) and build it anew from PATHS."
+    ),
 ) -> None:
     """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed."""
     overrides = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
+    if rebuild:
+        from ..index import set_aside_index
+
+        moved = set_aside_index(state(ctx).config(**overrides).index)
+        if moved is not None:
+            err_console.print(f"moved the old index to {moved}", highlight=False, markup=False)
     with state(ctx).open_index(create=True, **overrides) as index:
         if quiet or as_json:
             report = index.ingest(paths, glob=glob)

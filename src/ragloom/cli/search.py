@@ -22,18 +22,30 @@ def search_command(
     where: Optional[list[str]] = typer.Option(
         None, "--where", "-w", help="Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key~a,b (repeatable)."
     ),
-    mode: Optional[str] = typer.Option(None, "--mode", "-m", help="hybrid (default), dense or lexical."),
+    mode: Optional[str] = typer.Option(
+        None, "--mode", "--preset", "-m", "-p",
+        help="Search preset: hybrid (default), dense, lexical, or another named pipeline.",
+    ),
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
     full: bool = typer.Option(False, "--full", help="Show whole passages instead of snippets."),
+    explain: bool = typer.Option(
+        False, "--explain", help="Also show how the query was understood and each pipeline step's time and scores."
+    ),
 ) -> None:
     """Find the passages that best match a query."""
     filters = parse_cli_filters(where or [])
     with state(ctx).open_index() as index:
-        hits = index.search(query, k=k, where=filters, mode=mode, min_score=min_score)
+        result = index.retrieve(query, k=k, where=filters, mode=mode, min_score=min_score)
+    hits = result.hits
     if as_json:
-        console.print_json(json.dumps([hit.to_dict() for hit in hits], default=str))
+        payload = result.to_dict() if explain else [hit.to_dict() for hit in hits]
+        console.print_json(json.dumps(payload, default=str))
         return
+    if explain:
+        from .explain import print_explanation
+
+        print_explanation(result)
     if not hits:
         console.print("no passages matched")
         return

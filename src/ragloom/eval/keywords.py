@@ -153,8 +153,8 @@ class KeywordResult:
         }
 
 
-def evaluate_keywords(index: Index, cases: Sequence[KeywordCase], *, k: int, mode: str, name: str) -> KeywordResult:
-    result = KeywordResult(name=name, mode=mode, k=k, cases=len(cases))
+def evaluate_keywords(index: Index, cases: Sequence[KeywordCase], *, k: int, mode: str | None, name: str) -> KeywordResult:
+    result = KeywordResult(name=name, mode=mode or "custom", k=k, cases=len(cases))
     for case in cases:
         started = time.perf_counter()
         hits = index.search(case.query, k=k, where=case.where or None, mode=mode)

@@ -26,11 +26,12 @@ from .scratch import BuildInfo, eval_config, index_key, open_scratch_index
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One column of the comparison: a configuration and the mode to search with."""
+    """One column of the comparison: a configuration and the preset to search with
+    (None: the configuration's own ``search.pipeline``)."""
 
     name: str
     config: Config
-    mode: str
+    mode: str | None
     config_file: str | None = None
 
 
@@ -107,7 +108,7 @@ def evaluate_beir(
                 owners[key] = (index, build)
             owner, build = owners[key]
             views.append(search_view(owner, eval_config(spec.config, owner.path)))
-            results.append(RunResult(spec.name, spec.mode, spec.config_file, build))
+            results.append(RunResult(spec.name, spec.mode or "custom", spec.config_file, build))
         _run_interleaved(dataset, specs, views, results, k, query_progress)
     for result in results:
         result.per_query = per_query_metrics(dataset.qrels, result.run)
@@ -146,7 +147,7 @@ def _run_interleaved(
 
 
 def search_documents(
-    index: Index, query: str, k: int, mode: str, depth: int, exclude: str | None = None
+    index: Index, query: str, k: int, mode: str | None, depth: int, exclude: str | None = None
 ) -> dict[str, float]:
     """The ``k`` best documents of a ragloom index, each scored by its best chunk, best first."""
     return top_documents(

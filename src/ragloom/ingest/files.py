@@ -89,10 +89,7 @@ def walk(
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if any(_glob_match(relative, p) for p in exclude):
-                continue
-            if not any(_glob_match(relative, p) for p in patterns):
+            if not is_selected(path.relative_to(folder).as_posix(), patterns, exclude):
                 continue
             problem = name_problem(path)
             if problem is not None:
@@ -163,6 +160,11 @@ def _link_target(path: Path) -> Path | None:
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
+
+
+def is_selected(relative: str, patterns: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a file at ``relative`` (a POSIX path inside a folder) is read when the folder is ingested."""
+    return not any(_glob_match(relative, p) for p in exclude) and any(_glob_match(relative, p) for p in patterns)
 
 
 def _glob_match(relative: str, pattern: str) -> bool:

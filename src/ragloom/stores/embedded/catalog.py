@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StoreError
+from ... import audit
+from ...errors import IndexReadOnlyError, StoreError
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
+from .connection import connect
 
 SCHEMA_VERSION = 1
 
@@ -54,26 +54,6 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS searches (
-    id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    query TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    k INTEGER NOT NULL,
-    filters TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    embedder TEXT NOT NULL,
-    elapsed_ms REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS searches_time ON searches(created_at);
-CREATE TABLE IF NOT EXISTS search_hits (
-    search_id TEXT NOT NULL REFERENCES searches(id) ON DELETE CASCADE,
-    rank INTEGER NOT NULL,
-    chunk_id TEXT NOT NULL,
-    score REAL NOT NULL,
-    source TEXT NOT NULL,
-    PRIMARY KEY (search_id, rank)
-);
 """
 
 _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
@@ -82,29 +62,45 @@ _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, co
 class Catalog:
     """A SQLite database in WAL mode; one connection per Catalog."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
-        try:
-            self.db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the index database {path}: {exc}") from None
+        self.read_only = read_only
+        #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
+        self.operation: dict[str, Any] | None = None
+        self.db = connect(path, read_only)
+        if read_only:
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._check_version(self.get_meta("schema_version") if self._has_table("meta") else None)
+            return
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         with self.transaction():
-            for statement in _split(_SCHEMA):
+            for statement in _split(_SCHEMA) + _split(audit.SCHEMA):
                 self.db.execute(statement)
             found = self.get_meta("schema_version")
             if found is None:
                 self.set_meta("schema_version", SCHEMA_VERSION)
                 self.set_meta("generation", 0)
-            elif int(found) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path} was written by a newer ragloom (schema {found}); upgrade ragloom to read it"
-                )
+            self._check_version(found)
+            self._import_legacy_searches()
+
+    def _check_version(self, found: Any) -> None:
+        if found is not None and int(found) > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer ragloom (schema {found}); upgrade ragloom to read it"
+            )
+
+    def _has_table(self, name: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() \
+            is not None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise IndexReadOnlyError(
+                f"the index at {self.path.parent} is open read-only; writing needs write permission on it"
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -146,6 +142,7 @@ class Catalog:
         if len(chunks) != len(vectors):
             raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
         with self.transaction() as db:
+            before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
             db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
             db.execute(
                 "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -163,14 +160,21 @@ class Catalog:
                 "INSERT OR IGNORE INTO embeddings(content_hash, vector) VALUES (?, ?)",
                 [(c.content_hash, np.asarray(v, dtype=np.float32).tobytes()) for c, v in zip(chunks, vectors)],
             )
+            self.audit_write(
+                "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
+                chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
+            )
             return self._bump_generation()
 
     def delete_source(self, path: str) -> tuple[int, int]:
         """Delete a source and its chunks; return (chunks removed, generation)."""
         with self.transaction() as db:
             removed = db.execute("SELECT COUNT(*) FROM chunks WHERE source = ?", (path,)).fetchone()[0]
+            before = db.execute("SELECT content_hash, chunk_count FROM sources WHERE path = ?", (path,)).fetchone()
             db.execute("DELETE FROM chunks WHERE source = ?", (path,))
             db.execute("DELETE FROM sources WHERE path = ?", (path,))
+            if before is not None:
+                self.audit_write("source.removed", path=path, content_hash=before[0], chunk_count=before[1])
             return removed, self._bump_generation()
 
     def prune_embeddings(self) -> int:
@@ -233,40 +237,58 @@ class Catalog:
             yield rows, ids, vectors
 
     # -- audit --------------------------------------------------------------------------
+    def audit_write(self, kind: str, **fields: Any) -> audit.AuditEvent:
+        """Chain an entry about a write; call inside the transaction that makes the write."""
+        embedder = (self.get_meta("embedder") or {}).get("model_id", "")
+        operation = self.operation or {}
+        return audit.append(self.db, audit.new_entry(
+            kind, embedder=embedder, operation=operation.get("id"), **fields))
+
+    def log_event(self, kind: str, **fields: Any) -> audit.AuditEvent:
+        """Chain an entry in a transaction of its own (an operation's start or end)."""
+        with self.transaction():
+            return self.audit_write(kind, **fields)
+
     def log_search(self, entry: AuditEntry) -> str:
-        search_id = entry.id or uuid.uuid4().hex
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO searches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (search_id, entry.created_at or time.time(), entry.query, entry.mode, entry.k,
-                 json.dumps(entry.filters, default=str), json.dumps(entry.parameters, default=str),
-                 entry.embedder, entry.elapsed_ms),
-            )
-            db.executemany(
-                "INSERT INTO search_hits VALUES (?, ?, ?, ?, ?)",
-                [(search_id, h["rank"], h["chunk_id"], h["score"], h.get("source", "")) for h in entry.hits],
-            )
-        return search_id
+            return audit.append(db, _search_entry(entry)).id
 
     def recent_searches(self, limit: int) -> list[AuditEntry]:
+        return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
+
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[audit.AuditEvent]:
+        if not self._has_table("audit_log"):  # an index from before the chain, opened read-only
+            return []
+        return audit.recent(self.db, limit, kinds, exclude)
+
+    def verify_audit(self) -> audit.ChainReport:
+        if not self._has_table("audit_log"):
+            return audit.ChainReport(0, audit.GENESIS)
+        return audit.verify_chain(self.db, self.get_meta(audit.HEAD_KEY))
+
+    def _import_legacy_searches(self) -> None:
+        """Move searches logged before the hash chain existed into it, oldest first."""
+        if not self._has_table("searches"):
+            return
         rows = self.db.execute(
             "SELECT id, created_at, query, mode, k, filters, parameters, embedder, elapsed_ms FROM searches"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (limit,),
+            " ORDER BY created_at, rowid"
         ).fetchall()
-        entries = []
         for sid, created, query, mode, k, filters, params, embedder, elapsed in rows:
             hits = [
-                {"rank": r, "chunk_id": c, "score": s, "source": src}
-                for r, c, s, src in self.db.execute(
-                    "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank",
-                    (sid,),
-                )
+                {"rank": r, "chunk_id": c, "score": sc, "source": src}
+                for r, c, sc, src in self.db.execute(
+                    "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank", (sid,)
+                ).fetchall()
             ]
-            entries.append(AuditEntry(query=query, mode=mode, k=k, filters=json.loads(filters),
-                                      parameters=json.loads(params), hits=hits, elapsed_ms=elapsed,
-                                      created_at=created, id=sid, embedder=embedder))
-        return entries
+            audit.append(self.db, _search_entry(AuditEntry(
+                query=query, mode=mode, k=k, filters=json.loads(filters), parameters=json.loads(params), hits=hits,
+                elapsed_ms=elapsed, created_at=created, id=sid, embedder=embedder, extra={"imported": True})))
+        if rows:
+            self.db.execute("DELETE FROM search_hits")
+            self.db.execute("DELETE FROM searches")
 
     def close(self) -> None:
         self.db.close()
@@ -280,3 +302,24 @@ def _chunk_from_row(row: Sequence[Any]) -> Chunk:
     _, cid, source, doc_id, index, start, end, policy, digest, tokens, text, metadata = row
     return Chunk(id=cid, text=text, source=source, doc_id=doc_id, chunk_index=index, start=start, end=end,
                  policy=policy, content_hash=digest, token_count=tokens, metadata=json.loads(metadata))
+
+
+def _search_entry(entry: AuditEntry) -> dict[str, Any]:
+    fields = audit.new_entry(
+        "search", embedder=entry.embedder, query=entry.query, mode=entry.mode, k=entry.k, filters=entry.filters,
+        parameters=entry.parameters, hits=entry.hits, elapsed_ms=entry.elapsed_ms, extra=entry.extra,
+    )
+    if entry.id:
+        fields["id"] = entry.id
+    if entry.created_at:
+        fields["created_at"] = entry.created_at
+    return fields
+
+
+def search_from_event(event: audit.AuditEvent) -> AuditEntry:
+    e = event.entry
+    return AuditEntry(
+        query=e.get("query", ""), mode=e.get("mode", ""), k=int(e.get("k", 0)), filters=e.get("filters") or {},
+        parameters=e.get("parameters") or {}, hits=e.get("hits") or [], elapsed_ms=float(e.get("elapsed_ms", 0.0)),
+        created_at=event.created_at, id=event.id, embedder=e.get("embedder", ""), extra=e.get("extra") or {},
+    )

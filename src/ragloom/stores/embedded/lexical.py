@@ -17,6 +17,7 @@ import tantivy
 
 from ...types import Chunk
 from ..base import Candidate
+from ..derived import is_damage, warn_rebuilding
 
 ANALYZER = "ragloom_en"
 
@@ -53,36 +54,81 @@ def _document(row: int, chunk: Chunk) -> tantivy.Document:
 class LexicalIndex:
     """A tantivy index of (row, chunk id, source, text)."""
 
-    def __init__(self, folder: Path, threads: int = 0) -> None:
+    def __init__(self, folder: Path, threads: int = 0, read_only: bool = False) -> None:
         self.folder = folder
         self.threads = threads or min(2, os.cpu_count() or 1)
+        self.read_only = read_only
+        #: Built in memory (a read-only index whose files are missing or damaged): never saved.
+        self.in_memory = False
+        self._memory_generation = -1
         self._analyzer = english_analyzer()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         self.index = self._open()
 
     def _open(self) -> tantivy.Index:
-        self.folder.mkdir(parents=True, exist_ok=True)
         schema = _schema()
+        self.schema = schema
+        if self.read_only:
+            try:
+                index = tantivy.Index.open(str(self.folder))
+            except BaseException as exc:  # missing or damaged (tantivy may panic): rebuilt in memory
+                if not is_damage(exc):
+                    raise
+                if (self.folder / "meta.json").exists():
+                    warn_rebuilding(f"the BM25 index at {self.folder}", exc)
+                return self._in_memory()
+            index.register_tokenizer(ANALYZER, self._analyzer)
+            return index
+        self.folder.mkdir(parents=True, exist_ok=True)
         try:
             index = tantivy.Index(schema, path=str(self.folder), reuse=True)
-        except ValueError:
+        except BaseException as exc:
+            if not is_damage(exc):
+                raise
             # Damaged or from an incompatible schema: it is only a cache, start afresh.
-            shutil.rmtree(self.folder, ignore_errors=True)
-            self.folder.mkdir(parents=True)
+            warn_rebuilding(f"the BM25 index at {self.folder}", exc)
+            self._clear_folder()
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
         index.register_tokenizer(ANALYZER, self._analyzer)
-        self.schema = schema
         return index
+
+    def _in_memory(self) -> tantivy.Index:
+        self.in_memory = True
+        self._memory_generation = -1
+        index = tantivy.Index(self.schema)
+        index.register_tokenizer(ANALYZER, self._analyzer)
+        return index
+
+    def _clear_folder(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def reset(self, in_memory: bool = False) -> None:
+        """Throw the index away (it is damaged): start an empty one on disk, or in memory
+        when this process may not write the folder. ``rebuild`` fills it."""
+        self.close()
+        if in_memory or self.read_only:
+            self.index = self._in_memory()
+            return
+        self.in_memory = False
+        self._clear_folder()
+        self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=False)
+        self.index.register_tokenizer(ANALYZER, self._analyzer)
 
     # -- generation stamp -------------------------------------------------------------------
     def generation(self) -> int:
+        if self.in_memory:
+            return self._memory_generation
         try:
             return int(json.loads((self.folder / "ragloom-state.json").read_text())["generation"])
         except (OSError, ValueError, KeyError):
             return -1
 
     def _stamp(self, generation: int) -> None:
+        if self.in_memory:
+            self._memory_generation = generation
+            return
         tmp = self.folder / "ragloom-state.tmp"
         tmp.write_text(json.dumps({"generation": generation}))
         os.replace(tmp, self.folder / "ragloom-state.json")

@@ -32,20 +32,26 @@ class VectorMatrix:
 
     # -- persistence ----------------------------------------------------------------------
     def load(self, generation: int) -> bool:
-        """Load the saved matrix if it was built at ``generation``."""
+        """Load the saved matrix if it was built at ``generation``; False when there is none
+        or it is older. Files that cannot be read raise (the caller rebuilds them)."""
         state_file = self.folder / "state.json"
         try:
             state = json.loads(state_file.read_text())
-            if state["generation"] != generation:
-                return False
-            tag = state["tag"]
+        except FileNotFoundError:
+            return False
+        if state["generation"] != generation:
+            return False
+        tag = state["tag"]
+        try:
             rows = np.load(self.folder / f"rows.{tag}.npy")
             vectors = np.load(self.folder / f"vectors.{tag}.npy", mmap_mode="r")
             ids = json.loads((self.folder / f"ids.{tag}.json").read_text())
-        except (OSError, ValueError, KeyError):
+        except FileNotFoundError:  # a writer replaced them since state.json was read: just stale
             return False
-        if len(rows) != len(ids) or len(rows) != vectors.shape[0]:
-            return False
+        if rows.ndim != 1 or vectors.ndim != 2 or len(rows) != len(ids) or len(rows) != vectors.shape[0]:
+            raise ValueError(f"its files disagree ({len(rows)} rows, {len(ids)} ids, {vectors.shape[0]} vectors)")
+        if vectors.dtype != np.float32 or not np.isfinite(vectors).all():
+            raise ValueError("its vectors are not finite float32 numbers")
         self.rows, self.ids, self.vectors, self.generation = rows, ids, vectors, generation
         self._position_of = None
         return True

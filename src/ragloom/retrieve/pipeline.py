@@ -1,0 +1,217 @@
+"""A pipeline is one retriever and an ordered list of stages, built from config by name.
+
+``search.pipeline`` spells the steps out::
+
+    search:
+      pipeline: [{hybrid: {}}, {rerank: {top_n: 50}}, {mmr: {lambda: 0.7}}]
+
+or a preset names a ready list (``search.mode: hybrid``; ``dense`` and ``lexical`` are
+presets of one retriever). Each step is ``NAME`` or ``{NAME: {options}}``; options are
+checked against the component's ``Options`` model when the pipeline is built, so a
+misspelt option or a retriever placed after a stage fails before any query runs.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .. import registry
+from ..errors import ConfigError, EmbeddingError, ModelMismatchError, ProviderError, RagloomWarning, UnknownComponentError
+from ..tracing import set_attributes, span
+from ..types import Hit
+from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
+
+#: A step as written in config: ``"mmr"`` or ``{"mmr": {"lambda": 0.7}}``.
+StepSpec = str | Mapping[str, Any]
+
+#: Built-in presets. Techniques add theirs with ``register_preset`` when they are defined.
+PRESETS: dict[str, list[StepSpec]] = {
+    "dense": [{"dense": {}}],
+    "lexical": [{"lexical": {}}],
+    "hybrid": [{"hybrid": {}}],
+    # Chosen by measurement on SciFact (benchmarks/pipeline.py, BENCHMARKS.md "The query pipeline").
+    # fast: today's hybrid. balanced: cheap levers only -- a cross-encoder over even 5 passages
+    # costs more than its 150 ms budget on 2 cores. precise: the cross-encoder over the top 20.
+    "fast": [{"hybrid": {}}],
+    "balanced": [{"hybrid": {}}, {"rollup": {}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20}}, {"boosts": {}}],
+}
+
+
+def register_preset(name: str, steps: Sequence[StepSpec]) -> None:
+    PRESETS[name] = list(steps)
+
+
+def preset_names(custom: Mapping[str, Sequence[StepSpec]] | None = None) -> list[str]:
+    return sorted({*PRESETS, *(custom or {})})
+
+
+@dataclass
+class Pipeline:
+    """A retriever and its stages; ``run`` turns a plan into a traced result."""
+
+    retriever: Retriever
+    stages: list[Stage]
+    #: How the steps were written, for the audit log and ``--explain``.
+    steps: list[str]
+    name: str = "custom"
+
+    def depth(self, k: int) -> int:
+        """How many candidates to ask the retriever for so that the last stage can return ``k``."""
+        need = k
+        for stage in reversed(self.stages):
+            need = max(need, stage.wants(need))
+        return need
+
+    def run(self, plan: QueryPlan, context: SearchContext, fallback: Retriever | None = None) -> SearchResult:
+        """Retrieve, then each stage in turn. With a ``fallback`` retriever (grep), a failing
+        embedder or an empty result is answered by it, with a warning, instead of an error."""
+        started = time.perf_counter()
+        depth = self.depth(plan.k) * (_PHRASE_FETCH if plan.phrases else 1)
+        trace: list[StageTrace] = []
+        began = time.perf_counter()
+        with span(f"ragloom.retrieve.{self.retriever.name}", **{"ragloom.depth": depth}) as current:
+            try:
+                retrieved = self.retriever.retrieve(plan, context, depth)
+            except (EmbeddingError, ProviderError) as exc:
+                if fallback is None or isinstance(exc, ModelMismatchError):
+                    raise
+                return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
+            hits = keep_phrases(materialise(retrieved, depth, context), plan.phrases)
+            set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
+        trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
+        for stage in self.stages:
+            began = time.perf_counter()
+            n_in = len(hits)
+            with span(f"ragloom.stage.{stage.name}", **{"ragloom.n_in": n_in}) as current:
+                hits = renumber(stage.process(plan, hits, context))
+                set_attributes(current, **{"ragloom.n_out": len(hits)})
+            trace.append(_step(stage.name, began, n_in, hits))
+        if plan.min_score is not None:
+            hits = [hit for hit in hits if hit.score >= plan.min_score]
+        if not hits and fallback is not None and fallback.name != self.retriever.name:
+            reason = "nothing scored above min_score" if plan.min_score is not None else "nothing matched"
+            return _fall_back(plan, context, fallback, trace, started, reason)
+        hits = renumber(hits[: plan.k])
+        return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
+
+
+#: Candidates fetched per hit returned when quoted phrases must appear (most candidates lack them).
+_PHRASE_FETCH = 4
+
+
+def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
+    """The hits whose text contains every phrase (case and spacing ignored)."""
+    if not phrases:
+        return hits
+    wanted = [" ".join(p.split()).casefold() for p in phrases]
+    return [h for h in hits if all(p in " ".join(h.text.split()).casefold() for p in wanted)]
+
+
+def _fall_back(
+    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str
+) -> SearchResult:
+    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning."""
+    warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
+                  stacklevel=4)
+    began = time.perf_counter()
+    with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
+        retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
+        hits = keep_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan.phrases)
+    hits = renumber([replace(h, metadata={**h.metadata, "retrieval": fallback.name}) for h in hits[: plan.k]])
+    trace.append(replace(_step(fallback.name, began, len(retrieved.candidates), hits), note=f"fallback: {reason}"))
+    return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
+
+
+def materialise(retrieved: Retrieved, depth: int, context: SearchContext) -> list[Hit]:
+    """Hits for the best ``depth`` candidates: their text and metadata read in one batch."""
+    top = retrieved.candidates[:depth]
+    chunks = {c.id: c for c in context.store.get_chunks([c.chunk_id for c in top])}
+    hits = []
+    for candidate in top:
+        chunk = chunks.get(candidate.chunk_id)
+        if chunk is None:
+            continue
+        scores = {name: values[chunk.id] for name, values in retrieved.components.items() if chunk.id in values}
+        hits.append(Hit(chunk_id=chunk.id, text=chunk.text, score=candidate.score, rank=len(hits) + 1,
+                        source=chunk.source, metadata=chunk.metadata, scores=scores))
+    return hits
+
+
+def renumber(hits: Sequence[Hit]) -> list[Hit]:
+    """Ranks follow list order (a stage's order is its ranking, MMR's included)."""
+    return [hit if hit.rank == rank else replace(hit, rank=rank) for rank, hit in enumerate(hits, start=1)]
+
+
+def _step(name: str, began: float, n_in: int, hits: Sequence[Hit]) -> StageTrace:
+    return StageTrace(name, (time.perf_counter() - began) * 1000, n_in, len(hits),
+                      {hit.chunk_id: hit.score for hit in hits})
+
+
+def build_pipeline(
+    steps: Sequence[StepSpec] | None = None,
+    *,
+    preset: str | None = None,
+    custom_presets: Mapping[str, Sequence[StepSpec]] | None = None,
+) -> Pipeline:
+    """A pipeline from explicit ``steps``, or from the preset named ``preset``."""
+    name = "custom"
+    if steps is None:
+        preset = preset or "hybrid"
+        known = {**PRESETS, **(custom_presets or {})}
+        if preset not in known:
+            raise UnknownComponentError("search preset", preset, preset_names(custom_presets))
+        steps, name = known[preset], preset
+    if not steps:
+        raise ConfigError("the search pipeline is empty; start it with a retriever: dense, lexical or hybrid")
+    parsed = [_parse_step(step) for step in steps]
+    first, *rest = parsed
+    retriever = _build("retriever", *first, position=1)
+    stages = [_build("stage", step_name, options, position=i) for i, (step_name, options) in enumerate(rest, start=2)]
+    return Pipeline(retriever, stages, [step_name for step_name, _ in parsed], name)
+
+
+def _parse_step(step: StepSpec) -> tuple[str, dict[str, Any]]:
+    if isinstance(step, str):
+        return step, {}
+    if isinstance(step, Mapping) and len(step) == 1:
+        (step_name, options), = step.items()
+        if options is None:
+            options = {}
+        if isinstance(step_name, str) and isinstance(options, Mapping):
+            return step_name, dict(options)
+    raise ConfigError(
+        f"a pipeline step must be a name or {{name: {{options}}}}, got {step!r}; "
+        "e.g. [{hybrid: {}}, {mmr: {lambda: 0.7}}]"
+    )
+
+
+def _build(role: str, step_name: str, options: Mapping[str, Any], position: int) -> Any:
+    other = "stage" if role == "retriever" else "retriever"
+    if step_name not in registry.names(role) and step_name in registry.names(other):
+        if role == "stage":
+            raise ConfigError(
+                f"step {position} of the search pipeline is the retriever {step_name!r}, but only the first "
+                f"step retrieves; later steps are stages ({', '.join(registry.names('stage')) or 'none'})"
+            )
+        raise ConfigError(
+            f"the search pipeline starts with the stage {step_name!r}; a stage needs hits to work on, so "
+            f"put a retriever first ({', '.join(registry.names('retriever'))})"
+        )
+    cls = registry.resolve(role, step_name)
+    options_model: type[BaseModel] = cls.Options
+    try:
+        checked = options_model.model_validate(dict(options))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
+        )
+        valid = ", ".join(options_model.model_fields) or "none"
+        raise ConfigError(f"options of the {role} {step_name!r}: {problems} (valid options: {valid})") from None
+    return cls(checked)

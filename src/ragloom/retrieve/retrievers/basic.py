@@ -1,0 +1,123 @@
+"""The three first-stage retrievers: dense (cosine), lexical (BM25) and their hybrid fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..base import NoOptions, QueryPlan, Retrieved, SearchContext
+from ..fusion import convex_combination, reciprocal_rank_fusion
+
+if TYPE_CHECKING:
+    from ...config import SearchConfig
+    from ...filters import Condition
+    from ...stores.base import Candidate, Store
+
+
+class DenseRetriever:
+    """Nearest chunks to the query's embedding, by cosine similarity."""
+
+    name: ClassVar[str] = "dense"
+    Options = NoOptions
+
+    def __init__(self, options: NoOptions | None = None) -> None:
+        self.options = options or NoOptions()
+
+    def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
+        found = context.store.search_dense(context.query_vector(plan.text), depth, plan.conditions)
+        return Retrieved(found, {"dense": {c.chunk_id: c.score for c in found}})
+
+
+class LexicalRetriever:
+    """BM25 over the chunk texts."""
+
+    name: ClassVar[str] = "lexical"
+    Options = NoOptions
+
+    def __init__(self, options: NoOptions | None = None) -> None:
+        self.options = options or NoOptions()
+
+    def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
+        found = context.store.search_lexical(plan.text, depth, plan.conditions)
+        return Retrieved(found, {"lexical": {c.chunk_id: c.score for c in found}})
+
+
+class HybridOptions(BaseModel):
+    """Unset options take the ``search`` section's value."""
+
+    model_config = ConfigDict(extra="forbid")
+    fusion: Literal["convex", "rrf"] | None = Field(None, description="convex (min-max weighted sum) or rrf")
+    alpha: float | None = Field(None, ge=0.0, le=1.0, description="convex: weight of the dense score")
+    rrf_k: int | None = Field(None, ge=1, description="rrf constant")
+    candidates: int | None = Field(None, ge=1, description="candidates taken from each side before fusion")
+    prf_docs: int = Field(0, ge=0, description="pseudo-relevance feedback: move the query vector towards the "
+                          "best N chunks of a first pass (Rocchio), then search again; 0 = off")
+    prf_weight: float = Field(0.3, ge=0.0, le=1.0, description="Rocchio: weight of the feedback centroid")
+
+
+class HybridRetriever:
+    """Dense and BM25 candidates fused into one ranking.
+
+    Convex fusion is min-max normalised (Bruch et al. 2023); chunks that only one side
+    found get the other side's exact score, so both signals are known for every candidate.
+    A plan hint ``alpha`` (from query understanding) overrides the dense weight.
+    """
+
+    name: ClassVar[str] = "hybrid"
+    Options = HybridOptions
+
+    def __init__(self, options: HybridOptions | None = None) -> None:
+        self.options = options or HybridOptions()
+
+    def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
+        settings = context.config.search
+        chosen = {key: value for key, value in self.options.model_dump().items() if value is not None}
+        if plan.hint("alpha") is not None:
+            chosen["alpha"] = plan.hint("alpha")
+        chosen.pop("prf_docs", None), chosen.pop("prf_weight", None)
+        settings = settings.model_copy(update=chosen)
+        width = max(settings.candidates, depth)
+        vector = context.query_vector(plan.text)
+        fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
+        if self.options.prf_docs and fused:
+            vector = rocchio(vector, _vectors_of(context.store, [c.chunk_id for c in fused[: self.options.prf_docs]]),
+                             self.options.prf_weight)
+            fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
+        return Retrieved(fused, components)
+
+
+def rocchio(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) · q + weight · centroid(feedback)``, unit length (Rocchio 1971, positive feedback only)."""
+    if not len(feedback):
+        return query
+    moved = (1.0 - weight) * query + weight * feedback.mean(axis=0)
+    norm = np.linalg.norm(moved)
+    return (moved / norm).astype(np.float32) if norm else query
+
+
+def _vectors_of(store: Store, chunk_ids: Sequence[str]) -> np.ndarray:
+    chunks = store.get_chunks(chunk_ids)
+    found = store.cached_vectors([c.content_hash for c in chunks])
+    rows = [found[c.content_hash] for c in chunks if c.content_hash in found]
+    return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+def hybrid_search(
+    store: Store, vector: np.ndarray, query: str, depth: int, conditions: Sequence[Condition],
+    settings: SearchConfig,
+) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
+    """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
+    dense = store.search_dense(vector, depth, conditions)
+    lexical = store.search_lexical(query, depth, conditions)
+    dense_scores = {c.chunk_id: c.score for c in dense}
+    missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
+    dense_scores.update(store.dense_scores(vector, missing))
+    lexical_scores = {c.chunk_id: c.score for c in lexical}
+    if settings.fusion == "rrf":
+        fused = reciprocal_rank_fusion([dense, lexical], settings.rrf_k)
+    else:
+        fused = convex_combination(dense_scores, lexical_scores, settings.alpha)
+    return fused, {"dense": dense_scores, "lexical": lexical_scores}

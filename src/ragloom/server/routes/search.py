@@ -1,0 +1,19 @@
+"""POST /v1/search."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..schemas import SearchRequest, SearchResponse
+from . import ERRORS, Reader
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post("/search", response_model=SearchResponse, responses=ERRORS)
+async def search(body: SearchRequest, state: Reader) -> SearchResponse:
+    """The passages that best match a query, best first, with sources and matched-term spans."""
+    result = await state.run(state.service.search, body.query, body.k, where=body.where, mode=body.mode)
+    state.metrics.searches.labels(result.mode).inc()
+    state.metrics.search_hits.inc(len(result.hits))
+    return result
