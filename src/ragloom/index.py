@@ -302,6 +302,8 @@ class Index:
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None
+        except RagloomError:  # a setting or a service, not this file: stop
+            raise
         except Exception as exc:  # a library or plugin failing on one file must not lose the others
             report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
             return None
