@@ -68,9 +68,9 @@ class UnsupportedFormatError(LoaderError, ValueError):
 
 
 class SourceNotFoundError(LoaderError, FileNotFoundError):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, message: str | None = None) -> None:
         self.path = path
-        super().__init__(f"{path}: no such file or directory; check the path and try again")
+        super().__init__(message or f"{path}: no such file or directory; check the path and try again")
 
     def __str__(self) -> str:
         return str(self.args[0])

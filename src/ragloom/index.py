@@ -306,14 +306,19 @@ class Index:
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
+        enrich = self.config.ingest.enrich
         try:
             result = load_file(file, source)
+            chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None
+        except RagloomError:  # a setting or a service, not this file: stop
+            raise
+        except Exception as exc:  # a library or plugin failing on one file must not lose the others
+            report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
+            return None
         report.warnings.extend(result.warnings)
-        enrich = self.config.ingest.enrich
-        chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
@@ -383,7 +388,7 @@ class Index:
         target = source_id(path)
         matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
         if not matched:
-            raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
+            raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched
 
     def optimize(self) -> dict[str, object]:

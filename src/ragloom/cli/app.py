@@ -141,8 +141,15 @@ def _report_error(exc: Exception) -> int:
     # Newer typer raises its vendored copy of click's exceptions (typer._click), another class.
     vendored = type(exc).__module__.startswith("typer.") and hasattr(exc, "show")
     if isinstance(exc, click.ClickException) or vendored:
-        exc.show()
+        context = getattr(exc, "ctx", None)
+        if err_console.is_terminal or context is None:
+            exc.show()
+        else:  # in logs, a usage error is one line too
+            notice("error:", "bold red", f"{exc.format_message()} (see `{context.command_path} --help`)")
         return int(getattr(exc, "exit_code", 2))
+    if isinstance(exc, BrokenPipeError):  # `ragloom search x | head -1`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the flush at exit does not fail again
+        return 141
     if _debug["on"]:
         import traceback
 
@@ -165,8 +172,23 @@ def notice(label: str, style: str, message: str = "") -> None:
     if message:
         if not err_console.is_terminal:
             message = _LINE_BREAKS.sub(" ", message)
-        text.append(" " + message)
+        text.append(" " + printable(message))
     err_console.print(text, highlight=False)
+
+
+def printable(text: str) -> str:
+    """``text`` with undecodable bytes of file names (lone surrogates) shown as ``\\xff`` escapes."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", errors="surrogateescape") if _only_escapes(text) else text.encode(
+            "utf-8", errors="backslashreplace")
+        return raw.decode("utf-8", errors="backslashreplace")
+
+
+def _only_escapes(text: str) -> bool:
+    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")

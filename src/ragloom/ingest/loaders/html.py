@@ -71,10 +71,6 @@ def extract(html: str) -> Page:
     )
 
 
-def visible_text(html: str) -> str:
-    return extract(html).body
-
-
 class _VisibleText(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -121,7 +117,7 @@ class _VisibleText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self.title.append(data)
-        if self._in_h1 and not self._h1_done:
+        if self._in_h1 and not self._h1_done and not self._hidden:
             self.heading.append(data)
         if self._hidden:
             return

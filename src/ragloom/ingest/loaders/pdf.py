@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import CorruptDocumentError
 from ...types import Document
-from .base import LoadResult, Loader
+from .base import Loader, LoadResult
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
