@@ -21,6 +21,9 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "paragraph": "ragloom.ingest.chunkers.paragraph:ParagraphChunker",
         "sentence": "ragloom.ingest.chunkers.sentence:SentenceChunker",
         "markdown": "ragloom.ingest.chunkers.markdown:MarkdownSectionChunker",
+        "semantic": "ragloom.ingest.chunkers.semantic:SemanticChunker",
+        "agentic": "ragloom.ingest.chunkers.agentic:AgenticChunker",
+        "proposition": "ragloom.ingest.chunkers.proposition:PropositionChunker",
     },
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
@@ -48,8 +51,13 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
         "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
         "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+        "graph": "ragloom.retrieve.retrievers.graph:GraphRetriever",
+        "raptor": "ragloom.retrieve.retrievers.raptor:RaptorRetriever",
     },
-    "stage": {},
+    "stage": {
+        "graph-boost": "ragloom.retrieve.stages.graph_boost:GraphBoost",
+        "parent": "ragloom.retrieve.stages.parent:ParentPassage",
+    },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",

@@ -23,8 +23,12 @@ def status_command(
     with state(ctx).open_index() as index:
         stats = index.stats()
         records = index.sources() if sources else []
+        from ..knowledge.sync import status as knowledge_status
+
+        knowledge = knowledge_status(index)
     if as_json:
-        console.print_json(json.dumps({**stats.__dict__, "source_list": [r.__dict__ for r in records]}))
+        console.print_json(json.dumps({**stats.__dict__, "source_list": [r.__dict__ for r in records],
+                                       **knowledge.to_dict()}))
         return
     table = Table(show_header=False, title=f"index {stats.path}", title_justify="left")
     table.add_row("sources", str(stats.sources))
@@ -33,6 +37,10 @@ def status_command(
     table.add_row("store", stats.store)
     table.add_row("chunking", stats.chunking_policy or "-")
     table.add_row("size on disk", _size(stats.disk_bytes))
+    from .knowledge import structure_rows
+
+    for name, value in structure_rows(knowledge):
+        table.add_row(name, value)
     console.print(table)
     if records:
         listing = Table("source", "chunks", "ingested")

@@ -78,9 +78,9 @@ def state(ctx: typer.Context) -> State:
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, search
+    from . import admin, ingest, knowledge, search
 
-    for module in (ingest, search, admin):
+    for module in (ingest, search, admin, knowledge):
         module.register(app)
     for optional in ("migrate", "eval", "providers"):
         try:
