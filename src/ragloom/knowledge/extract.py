@@ -184,7 +184,7 @@ class LLMExtractor:
         problem = ""
         for _attempt in range(2):  # one retry, then skip
             try:
-                raw = self._llm().complete_json(_PROMPT % (self.limit, text), max_tokens=768)
+                raw = self._llm().complete_json(_PROMPT % (self.limit, text))
                 return parse_llm_extraction(raw, text, self.limit)
             except (ProviderError, ValidationError, ValueError, TypeError) as exc:
                 problem = str(exc).splitlines()[0][:200]

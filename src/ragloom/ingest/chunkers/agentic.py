@@ -94,7 +94,7 @@ class AgenticChunker(LLMChunkerMixin, UnitChunker):
         problem = ""
         for _attempt in range(2):
             try:
-                sections = parse_boundaries(llm.complete_json(_PROMPT % numbered, max_tokens=512), len(sentences))
+                sections = parse_boundaries(llm.complete_json(_PROMPT % numbered), len(sentences))
                 break
             except (ProviderError, ValueError) as exc:
                 problem = str(exc).splitlines()[0][:160]

@@ -81,7 +81,7 @@ class PropositionChunker(LLMChunkerMixin, Chunker):
         problem = ""
         for _attempt in range(2):
             try:
-                found = parse_propositions(llm.complete_json(_PROMPT % passage.text, max_tokens=768))
+                found = parse_propositions(llm.complete_json(_PROMPT % passage.text))
                 break
             except (ProviderError, ValueError) as exc:
                 problem = str(exc).splitlines()[0][:160]
