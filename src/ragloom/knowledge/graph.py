@@ -185,23 +185,40 @@ class Graph:
 
     # -- retrieval ---------------------------------------------------------------------------------
     def query_entities(self, text: str, aliases: Mapping[str, str] | None = None) -> dict[int, float]:
-        """Entities named in ``text`` (any 1-6 word span whose key is an entity's), weighted by
-        specificity: an entity mentioned in few chunks says more than one mentioned everywhere."""
+        """Entities named in ``text``, weighted by specificity (an entity mentioned in few
+        chunks says more than one mentioned everywhere).
+
+        Spans of 1-6 words are looked up by key, longest first, and a word belongs to one
+        match at most ("Billy McFarland", not also "McFarland"). In a query that uses
+        capitals, a span must hold a capitalised word or a number, so "wire" in "charged
+        with wire fraud" does not find the TV series The Wire."""
         words = _QUERY_TOKEN.findall(text)
-        spans = set()
-        for n in range(1, _MAX_NGRAM + 1):
+        cased = any(ch.isupper() for ch in text) and not text.isupper()
+        spans: dict[tuple[int, int], str] = {}
+        for n in range(_MAX_NGRAM, 0, -1):
             for i in range(len(words) - n + 1):
                 span = words[i : i + n]
-                if n == 1 and (span[0].casefold() in _STOPWORDS or len(span[0]) < 3):
+                first = span[0].casefold()
+                if first in _STOPWORDS and (n == 1 or first != "the"):
                     continue
-                if span[0].casefold() in _STOPWORDS and n > 1 and span[0].casefold() != "the":
+                if n == 1 and len(first) < 3:
                     continue
-                spans.add(entity_key(" ".join(span), aliases))
-        rows = self.tables.select_in(
-            "SELECT e.id, (SELECT COUNT(*) FROM kg_mentions m WHERE m.entity_id = e.id) FROM kg_entities e WHERE e.key",
-            [s for s in spans if s],
-        )
-        return {eid: specificity(n) for eid, n in rows if n}
+                if cased and not any(w[0].isupper() or w[0].isdigit() for w in span if w.casefold() not in _STOPWORDS):
+                    continue
+                spans[(i, i + n)] = entity_key(" ".join(span), aliases)
+        found = {key: (eid, n) for key, eid, n in self.tables.select_in(
+            "SELECT e.key, e.id, (SELECT COUNT(*) FROM kg_mentions m WHERE m.entity_id = e.id) FROM kg_entities e"
+            " WHERE e.key", [k for k in spans.values() if k])}
+        taken: set[int] = set()
+        seeds: dict[int, float] = {}
+        for (start, end), key in sorted(spans.items(), key=lambda item: (item[0][0] - item[0][1], item[0][0])):
+            if key not in found or taken & set(range(start, end)):
+                continue
+            taken |= set(range(start, end))
+            eid, mentions = found[key]
+            if mentions:
+                seeds[eid] = specificity(mentions)
+        return seeds
 
     def neighbourhood(self, seeds: Mapping[int, float], hops: int, decay: float = 0.5) -> dict[int, float]:
         """Seeds and the entities up to ``hops`` relations away; a neighbour's weight is its
