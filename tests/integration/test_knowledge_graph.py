@@ -23,7 +23,7 @@ KERENSKY = ("Alexander Kerensky led the Russian Provisional Government in Petrog
 LENIN = ("Vladimir Lenin led the Bolsheviks. Vladimir Lenin returned to Petrograd from Switzerland "
          "in April 1917 and the Bolsheviks welcomed him.\n")
 VALENCIA = "Valencia CF is a football club in Spain. Mario Kempes played for Valencia CF in Spain.\n"
-GRAPH_TABLES = ("kg_entities", "kg_mentions", "kg_relations", "kg_sources", "kg_communities")
+GRAPH_TABLES = ("kg_entities", "kg_mentions", "kg_relations", "kg_sources", "kg_communities", "kg_community_summaries")
 
 
 def write_corpus(folder: Path) -> Path:
@@ -50,7 +50,7 @@ def corpus(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def index(tmp_path: Path, corpus: Path, embedder):
-    with open_index(tmp_path / "index", embedder) as idx:
+    with open_index(tmp_path / "index", embedder, graph={"enabled": True, "communities": True}) as idx:
         assert idx.ingest([corpus]).ok
         yield idx
 
@@ -86,7 +86,21 @@ def test_a_changed_source_replaces_only_its_own_rows(index: Index, corpus: Path,
     assert [r for r in rows(index, "kg_mentions") if r[1].endswith("valencia.txt")] == valencia_rows
 
 
+def test_communities_group_related_entities(index: Index) -> None:
+    from ragloom.knowledge.communities import read_communities
+
+    found = read_communities(Graph(tables(index.store)))
+    assert found and all(c.size >= 3 and c.summary for c in found)
+    members = {row[0]: set() for row in rows(index, "kg_communities")}
+    graph = Graph(tables(index.store))
+    for community_id, entity_id in rows(index, "kg_communities"):
+        members[community_id].add(graph.entities([entity_id])[entity_id].name)
+    russian = next(m for m in members.values() if "Bolsheviks" in m)
+    assert "Valencia CF" not in russian
+
+
 def test_removing_every_source_leaves_empty_tables(index: Index, corpus: Path) -> None:
+    assert rows(index, "kg_community_summaries")
     index.remove(corpus)
     for table in GRAPH_TABLES:
         assert rows(index, table) == [], table
@@ -214,6 +228,8 @@ def test_cli_graph_status_and_export(tmp_path: Path, index: Index, python_bin: s
     assert {"Bolsheviks", "Valencia CF"} <= labels and loaded.number_of_edges() > 0
     current = run("status")
     assert "entity graph" in current.stdout and "up to date" in current.stdout
+    listed = run("graph", "--communities")
+    assert listed.returncode == 0 and "entities)" in listed.stdout
     missing = run("graph", "Atlantis")
     assert missing.returncode == 1 and "no entity named" in missing.stderr
     assert sqlite3.connect(tmp_path / "index" / "ragloom.sqlite").execute("SELECT COUNT(*) FROM kg_sources").fetchone()[0] == 3

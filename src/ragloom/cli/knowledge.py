@@ -63,6 +63,8 @@ def graph_command(
     entity: Optional[str] = typer.Argument(None, help="An entity to show with its neighbours and chunks."),
     export: Optional[Path] = typer.Option(None, "--export", help="Write the graph as GraphML (Gephi, yEd, networkx)."),
     limit: int = typer.Option(10, "--limit", "-n", help="Neighbours and chunks shown."),
+    communities: bool = typer.Option(False, "--communities", help="List the communities and their summaries "
+                                     "(computed now if graph.communities is off)."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Show the entity graph: the most mentioned entities, or one entity's neighbourhood."""
@@ -78,6 +80,16 @@ def graph_command(
         if export is not None:
             nodes, edges = graph.export_graphml(export)
             console.print(f"wrote {export}: {nodes} entities, {edges} relations")
+            return
+        if communities:
+            from ..knowledge.communities import build_communities, read_communities
+            from ..stores.base import exclusive_write_lock
+
+            found_communities = read_communities(graph)
+            if not found_communities:
+                with exclusive_write_lock(index.path):
+                    found_communities = build_communities(graph)
+            _communities(found_communities, limit, as_json)
             return
         if entity is None:
             _overview(graph, limit, as_json)
@@ -103,6 +115,17 @@ def graph_command(
     console.print(table)
     for chunk in chunks:
         console.print(f"[cyan]{display_path(chunk.source)}[/] {chunk.id[:12]}: {chunk.text[:160]!r}", highlight=False)
+
+
+def _communities(found, limit: int, as_json: bool) -> None:  # noqa: ANN001
+    if as_json:
+        console.print_json(json.dumps([c.__dict__ for c in found[:limit]]))
+        return
+    if not found:
+        console.print("no communities of 3 or more entities")
+    for community in found[:limit]:
+        console.print(f"[bold]{community.id}. {community.title}[/] ({community.size} entities): {community.summary}",
+                      highlight=False)
 
 
 def _overview(graph, limit: int, as_json: bool) -> None:  # noqa: ANN001

@@ -96,6 +96,7 @@ class Graph:
         """Entities without a mention go, with their community memberships."""
         db.execute("DELETE FROM kg_communities WHERE entity_id NOT IN (SELECT entity_id FROM kg_mentions)")
         db.execute("DELETE FROM kg_entities WHERE id NOT IN (SELECT entity_id FROM kg_mentions)")
+        db.execute("DELETE FROM kg_community_summaries WHERE id NOT IN (SELECT id FROM kg_communities)")
 
     def _entity_ids(self, db: Any, keyed: Sequence[tuple[dict[str, Any], dict[Any, Any]]]) -> dict[str, int]:
         first: dict[str, Any] = {}

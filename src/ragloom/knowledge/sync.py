@@ -137,11 +137,20 @@ def sync_graph(index: Index, store_tables: Tables) -> list[str]:
     graph = Graph(store_tables)
     have = graph.built_sources()
     wanted = _extractor_id(index)
-    for path in sorted(set(have) - set(sources)):
+    removed = sorted(set(have) - set(sources))
+    for path in removed:
         graph.remove_source(path)
     stale = [r for p, r in sorted(sources.items()) if have.get(p, ("", ""))[0] != r.content_hash or have[p][1] != wanted]
-    if not stale:
-        return []
+    notes = _extract_stale(index, store_tables, graph, stale, wanted) if stale else []
+    if config.communities and (stale or removed or not graph.counts()["communities"]) and graph.counts()["entities"]:
+        from .communities import build_communities
+
+        build_communities(graph, (lambda: knowledge_llm(index)) if config.extractor == "llm" else None)
+    return notes
+
+
+def _extract_stale(index: Index, store_tables: Tables, graph: Graph, stale: list[SourceRecord], wanted: str) -> list[str]:
+    config = index.config.graph
     extractor = create_extractor(config, lambda: knowledge_llm(index))
     aliases = alias_keys(config.aliases)
     notes = []
