@@ -233,3 +233,20 @@ def test_cli_graph_status_and_export(tmp_path: Path, index: Index, python_bin: s
     missing = run("graph", "Atlantis")
     assert missing.returncode == 1 and "no entity named" in missing.stderr
     assert sqlite3.connect(tmp_path / "index" / "ragloom.sqlite").execute("SELECT COUNT(*) FROM kg_sources").fetchone()[0] == 3
+
+
+@pytest.mark.parametrize("backend", ["chroma", "qdrant"])
+def test_vector_database_stores_keep_the_structures_in_their_sqlite_sidecar(
+    tmp_path: Path, corpus: Path, embedder, backend: str
+) -> None:
+    pytest.importorskip({"chroma": "chromadb", "qdrant": "qdrant_client"}[backend])
+    settings = {"store": {"backend": backend}, "graph": {"enabled": True},
+                "raptor": {"enabled": True, "stop_below": 2, "cluster_size": 2}}
+    with Index.open(tmp_path / "index", Config.from_dict(settings), embedder=embedder) as index:
+        index.ingest([corpus])
+        assert Graph(tables(index.store)).find("Bolsheviks").mentions == 2
+        assert index.search("Who did the Bolsheviks overthrow?", k=2, mode="graph")
+        assert status(index).raptor.built
+        index.remove(corpus)
+        for table in (*GRAPH_TABLES, "raptor_nodes", "raptor_leaves", "raptor_sources"):
+            assert rows(index, table) == [], table
