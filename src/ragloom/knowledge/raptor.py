@@ -88,11 +88,12 @@ def gmm_clusters(vectors: np.ndarray, max_clusters: int, threshold: float, seed:
     from sklearn.mixture import GaussianMixture
 
     n = len(vectors)
-    if n <= 2:
+    distinct = len(np.unique(np.round(np.asarray(vectors, dtype=np.float64), 6), axis=0))
+    if n <= 2 or distinct <= 2:  # nothing to separate (duplicate texts give duplicate vectors)
         return [list(range(n))]
     reduced = reduce_dimensions(np.asarray(vectors, dtype=np.float64), use_umap, seed)
     best, best_bic = None, math.inf
-    for k in cluster_sizes(n, max_clusters, cluster_size):
+    for k in sorted({min(k, distinct) for k in cluster_sizes(n, max_clusters, cluster_size)}):
         model = GaussianMixture(n_components=k, covariance_type="full", reg_covar=1e-4, random_state=seed,
                                 max_iter=100).fit(reduced)
         bic = model.bic(reduced)
