@@ -138,3 +138,9 @@ def test_cli_rebuild_show_and_status(tmp_path: Path, corpus: Path, python_bin: s
     after = json.loads(run("status", "--json").stdout)
     assert after["raptor"]["built"] and after["raptor"]["fresh"]
     assert "raptor tree" in run("status").stdout
+    flags = subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "flags"), "ingest", str(corpus),
+                            "--graph", "--raptor", "--quiet"], capture_output=True, text=True, timeout=300, env=env)
+    assert flags.returncode == 0, flags.stderr
+    both = json.loads(subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "flags"), "status", "--json"],
+                                     capture_output=True, text=True, timeout=300, env=env).stdout)
+    assert both["graph"]["built"] and both["raptor"]["built"] and both["graph"]["fresh"]
