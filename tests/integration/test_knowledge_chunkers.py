@@ -34,7 +34,7 @@ def test_semantic_chunking_splits_where_the_topic_changes(tmp_path: Path, embedd
     assert "percentile=85" in chunks[0].policy and "bge-small" in chunks[0].policy
 
 
-def _agentic_reply(messages, json_mode):  # noqa: ANN001
+def _agentic_reply(messages, json_mode):
     numbered = messages[-1]["content"]
     kalman = next(line.split(".")[0] for line in numbered.splitlines() if "Kalman" in line)
     return json.dumps({"sections": [{"title": "Bread", "start": 1}, {"title": "Kalman filter", "start": int(kalman)}]})

@@ -213,7 +213,7 @@ def test_cli_graph_status_and_export(tmp_path: Path, index: Index, python_bin: s
     import subprocess
 
     index.close()
-    run = lambda *args: subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "index"), *args],  # noqa: E731
+    run = lambda *args: subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "index"), *args],
                                        capture_output=True, text=True, timeout=120)
     shown = run("graph", "bolsheviks")
     assert shown.returncode == 0, shown.stderr

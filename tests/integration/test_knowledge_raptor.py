@@ -125,7 +125,7 @@ def test_cli_rebuild_show_and_status(tmp_path: Path, corpus: Path, python_bin: s
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    run = lambda *args: subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "cli"), *args],  # noqa: E731
+    run = lambda *args: subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "cli"), *args],
                                        capture_output=True, text=True, timeout=300, env=env)
     assert run("ingest", str(corpus), "--quiet").returncode == 0
     before = run("status", "--json")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -60,8 +59,8 @@ def _raptor_line(state: StructureState) -> str:
 
 def graph_command(
     ctx: typer.Context,
-    entity: Optional[str] = typer.Argument(None, help="An entity to show with its neighbours and chunks."),
-    export: Optional[Path] = typer.Option(None, "--export", help="Write the graph as GraphML (Gephi, yEd, networkx)."),
+    entity: str | None = typer.Argument(None, help="An entity to show with its neighbours and chunks."),
+    export: Path | None = typer.Option(None, "--export", help="Write the graph as GraphML (Gephi, yEd, networkx)."),
     limit: int = typer.Option(10, "--limit", "-n", help="Neighbours and chunks shown."),
     communities: bool = typer.Option(False, "--communities", help="List the communities and their summaries "
                                      "(computed now if graph.communities is off)."),
@@ -117,7 +116,7 @@ def graph_command(
         console.print(f"[cyan]{display_path(chunk.source)}[/] {chunk.id[:12]}: {chunk.text[:160]!r}", highlight=False)
 
 
-def _communities(found, limit: int, as_json: bool) -> None:  # noqa: ANN001
+def _communities(found, limit: int, as_json: bool) -> None:
     if as_json:
         console.print_json(json.dumps([c.__dict__ for c in found[:limit]]))
         return
@@ -128,7 +127,7 @@ def _communities(found, limit: int, as_json: bool) -> None:  # noqa: ANN001
                       highlight=False)
 
 
-def _overview(graph, limit: int, as_json: bool) -> None:  # noqa: ANN001
+def _overview(graph, limit: int, as_json: bool) -> None:
     counts = graph.counts()
     top = graph.top_entities(limit)
     if as_json:
@@ -160,7 +159,7 @@ def raptor_rebuild(ctx: typer.Context) -> None:
 @raptor_app.command("show")
 def raptor_show(
     ctx: typer.Context,
-    level: Optional[int] = typer.Option(None, "--level", help="Only this level."),
+    level: int | None = typer.Option(None, "--level", help="Only this level."),
     limit: int = typer.Option(10, "--limit", "-n", help="Summaries shown."),
 ) -> None:
     """Print the tree's summaries, top level first."""

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,7 @@ from .tables import Tables
 
 #: Query words that never start an entity match on their own.
 _STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have he her his how i in is it its me my "
-    "of on or our she that the their them they this to was were what when where which who whom whose "
-    "why will with you your than then there these those also about into over after before".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "that", "the", "their", "them", "they", "this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "you", "your", "than", "then", "there", "these", "those", "also", "about", "into", "over", "after", "before"]
 )
 _QUERY_TOKEN = re.compile(r"[\w&+-]+(?:'\w+)?")
 #: Most n-gram length tried when finding entity names in a query.
@@ -119,7 +116,7 @@ class Graph:
         return {p: (h, x) for p, h, x in self.db.execute("SELECT path, content_hash, extractor FROM kg_sources")}
 
     def counts(self) -> dict[str, int]:
-        one = lambda q: int(self.db.execute(q).fetchone()[0])  # noqa: E731
+        one = lambda q: int(self.db.execute(q).fetchone()[0])
         return {
             "entities": one("SELECT COUNT(*) FROM kg_entities"),
             "mentions": one("SELECT COUNT(*) FROM kg_mentions"),
@@ -314,9 +311,3 @@ def _keyed(
             relations[pair] = (description or relation.description, weight + relation.weight)
         out.append((mentions, relations))
     return out
-
-
-def extract_timed(extractor: Any, texts: Iterable[str]) -> tuple[list[Extraction], float]:
-    started = time.perf_counter()
-    found = extractor.extract(list(texts))
-    return found, time.perf_counter() - started

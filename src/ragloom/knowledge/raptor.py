@@ -164,14 +164,14 @@ class Tree:
                 "INSERT OR REPLACE INTO raptor_nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(n.id, n.level, n.text, json.dumps(n.children), json.dumps(n.leaves),
                   np.asarray(n.vector, dtype=np.float32).tobytes(), int(n.dirty)) for n in nodes])
-            self._bump(db)
+            self._bump()
 
     def clear(self) -> None:
         with self.tables.transaction() as db:
             db.execute("DELETE FROM raptor_nodes")
-            self._bump(db)
+            self._bump()
 
-    def _bump(self, db: Any) -> None:
+    def _bump(self) -> None:
         meta = self.meta()
         meta["version"] = int(meta.get("version", 0)) + 1
         self.tables.cache(meta, *_META)
@@ -386,8 +386,6 @@ class TreeView:
 
 def tree_view(index_store: Any) -> TreeView:
     """The tree of this store, loaded once and again only after it changed."""
-    from .sync import has_table_rows  # noqa: F401 - keeps the import graph one-way
-
     db = getattr(getattr(index_store, "catalog", None), "db", None)
     exists = db is not None and db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'raptor_nodes'").fetchone()

@@ -56,7 +56,7 @@ class RaptorRetriever:
         return Retrieved(rank_candidates([Candidate(c, s) for c, s in scores.items()]), components, extra)
 
 
-def summary_chunk(node: Node, context: SearchContext, vector) -> Chunk:  # noqa: ANN001
+def summary_chunk(node: Node, context: SearchContext, vector) -> Chunk:
     """A summary node as a chunk-like record that cites its leaves."""
     leaves = context.store.get_chunks(node.leaves[:500])
     closeness = context.store.dense_scores(vector, [c.id for c in leaves]) if leaves else {}
