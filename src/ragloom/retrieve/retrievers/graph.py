@@ -31,7 +31,7 @@ _NO_GRAPH = ("this index has no entity graph; build it with `ragloom ingest --gr
 class GraphOptions(HybridOptions):
     model_config = ConfigDict(extra="forbid")
     hops: int = Field(2, ge=0, le=2, description="relations followed from the query's entities")
-    weight: float = Field(0.3, ge=0.0, le=1.0, description="share of the graph score in the fused score")
+    weight: float = Field(0.2, ge=0.0, le=1.0, description="share of the graph score in the fused score")
 
 
 def query_graph(context: SearchContext, text: str, hops: int) -> tuple[Graph, dict[int, float]]:
