@@ -199,13 +199,13 @@ def test_a_tiny_local_llm_never_breaks_ingest(tmp_path: Path, embedder) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text(KERENSKY)
-    settings = {"graph": {"enabled": True, "extractor": "llm"}, "llm": {"max_tokens": 24, "threads": 1}}
+    settings = {"graph": {"enabled": True, "extractor": "llm"}, "llm": {"max_tokens": 12, "threads": 1}}
     with open_index(tmp_path / "index", embedder, **settings) as index:
         report = index.ingest([docs])
         assert report.ok and report.chunks_written == 1
         state = status(index).graph
         assert state.built and state.counts["sources"] == 1
-        # SmolLM2 with 24 tokens cannot finish the JSON: the chunk is skipped, and said so.
+        # SmolLM2 with 12 tokens cannot finish one entity: the chunk is skipped, and said so.
         assert state.counts["skipped_chunks"] == 1 and any("skipped 1 of 1" in w for w in report.warnings)
 
 

