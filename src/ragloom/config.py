@@ -71,10 +71,13 @@ class EmbedderConfig(Section):
 
 
 class ChunkingConfig(Section):
-    strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown")
+    strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
     chunk_overlap: int = Field(32, ge=0, description="tokens shared by neighbouring chunks (recursive)")
     sentence_splitter: Literal["punkt", "regex"] = Field("punkt", description="how sentences are found")
+    semantic_percentile: float = Field(
+        90.0, gt=0.0, lt=100.0, description="semantic: split where the distance between consecutive sentences "
+        "is above this percentile of the document's distances")
     by_extension: dict[str, str] = Field(
         default_factory=lambda: {".md": "markdown", ".markdown": "markdown"},
         description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
@@ -318,6 +321,8 @@ class ServerConfig(Section):
 
 class WatchConfig(Section):
     debounce_ms: int = Field(1600, ge=1, description="changes arriving within this window are ingested together")
+
+
 class AnswerConfig(Section):
     strategy: str = Field(
         "auto", description="auto | extractive | standard | attributed | cove; auto = attributed when an LLM "
@@ -344,6 +349,42 @@ class AnswerConfig(Section):
     )
 
 
+class GraphConfig(Section):
+    enabled: bool = Field(False, description="build the entity graph at ingest (retriever graph, stage graph-boost)")
+    extractor: Literal["spacy", "llm"] = Field(
+        "spacy", description="spacy: NER (en_core_web_sm) plus co-occurrence relations, offline and fast; "
+        "llm: entities and relations in JSON from the llm section's model")
+    entity_types: list[str] = Field(
+        default_factory=lambda: ["PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "EVENT", "WORK_OF_ART",
+                                 "PRODUCT", "LAW", "LANGUAGE"],
+        description="spaCy entity labels kept (numbers, dates and amounts make poor graph nodes)")
+    max_entities_per_chunk: int = Field(25, ge=1, description="entities kept per chunk, most mentioned first")
+    window: int = Field(400, ge=1, description="spacy: two entities within this many characters are related")
+    aliases: dict[str, str] = Field(
+        default_factory=dict, description="alias -> canonical name, merged into one entity (e.g. USA: United States)")
+    communities: bool = Field(False, description="also detect communities (Louvain) and summarise them")
+
+
+class RaptorConfig(Section):
+    enabled: bool = Field(False, description="build the RAPTOR tree of cluster summaries at ingest (retriever raptor)")
+    summarizer: Literal["extractive", "llm"] = Field(
+        "extractive", description="extractive: the sentences nearest the cluster centre, no LLM; "
+        "llm: a summary written by the llm section's model")
+    max_levels: int = Field(3, ge=1, le=8, description="summary levels above the chunks at most")
+    stop_below: int = Field(8, ge=2, description="stop when a level has this few nodes or fewer")
+    max_clusters: int = Field(64, ge=2, description="largest number of clusters tried per level (BIC picks)")
+    cluster_size: int = Field(
+        12, ge=2, description="average members per cluster at most: a level of n nodes gets at least "
+        "n / cluster_size clusters, even above max_clusters")
+    threshold: float = Field(
+        0.3, gt=0.0, le=1.0, description="soft assignment: a node joins every cluster it belongs to with "
+        "this probability or more")
+    umap: bool = Field(False, description="reduce dimensions with UMAP before clustering (needs umap-learn)")
+    summary_sentences: int = Field(4, ge=1, description="extractive: sentences per summary")
+    summary_tokens: int = Field(200, ge=16, description="llm: longest summary, in tokens")
+    seed: int = Field(0, description="random seed of the clustering, so trees repeat")
+
+
 class Config(Section):
     index: str = Field(".ragloom", description="directory that holds the index")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -356,6 +397,8 @@ class Config(Section):
     server: ServerConfig = Field(default_factory=ServerConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
+    graph: GraphConfig = Field(default_factory=GraphConfig)
+    raptor: RaptorConfig = Field(default_factory=RaptorConfig)
 
     @classmethod
     def load(

@@ -152,3 +152,10 @@ class FilterError(QueryError):
 
 class RagloomWarning(UserWarning):
     """Something worth telling the user that did not stop the operation."""
+
+
+class MissingStructureError(RagloomError, LookupError):
+    """A search or command needs a derived structure (entity graph, RAPTOR tree) the index lacks."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])

@@ -181,9 +181,14 @@ class Index:
             strategy = settings.by_extension.get(path.suffix.lower(), strategy)
         if strategy not in self._chunkers:
             embedder = self.embedder
-            self._chunkers[strategy] = create_chunker(
+            chunker = create_chunker(
                 settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
             )
+            if hasattr(chunker, "bind"):  # model-driven chunkers (semantic, agentic, proposition)
+                from .ingest.chunkers._services import ChunkerServices
+
+                chunker.bind(ChunkerServices.of_index(self))
+            self._chunkers[strategy] = chunker
         return self._chunkers[strategy]
 
     # -- ingest -------------------------------------------------------------------------------------
@@ -236,6 +241,7 @@ class Index:
                         self.store.delete_source(record.path)
                         report.removed.append(record.path)
             self.store.flush()
+            report.warnings.extend(self._sync_structures())
         report.seconds = time.perf_counter() - started
         return report
 
@@ -369,6 +375,12 @@ class Index:
                 "config": self.config.embedder.model_dump(),
             })
 
+    def _sync_structures(self) -> list[str]:
+        """Bring the entity graph and RAPTOR tree (when enabled or built) up to the sources."""
+        from .knowledge.sync import sync
+
+        return sync(self)
+
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
@@ -379,6 +391,8 @@ class Index:
                     self.store.delete_source(source)
                 self.store.flush()
                 summary["removed"] = len(removed)
+            for note in self._sync_structures():
+                warnings.warn(note, RagloomWarning, stacklevel=2)
         return removed
 
     def sources_under(self, path: str | Path) -> list[str]:

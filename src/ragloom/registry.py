@@ -21,6 +21,9 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "paragraph": "ragloom.ingest.chunkers.paragraph:ParagraphChunker",
         "sentence": "ragloom.ingest.chunkers.sentence:SentenceChunker",
         "markdown": "ragloom.ingest.chunkers.markdown:MarkdownSectionChunker",
+        "semantic": "ragloom.ingest.chunkers.semantic:SemanticChunker",
+        "agentic": "ragloom.ingest.chunkers.agentic:AgenticChunker",
+        "proposition": "ragloom.ingest.chunkers.proposition:PropositionChunker",
     },
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
@@ -59,6 +62,8 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "hyde": "ragloom.retrieve.retrievers.transforms:HydeRetriever",
         "multi-query": "ragloom.retrieve.retrievers.transforms:MultiQueryRetriever",
         "corrective": "ragloom.retrieve.retrievers.corrective:CorrectiveRetriever",
+        "graph": "ragloom.retrieve.retrievers.graph:GraphRetriever",
+        "raptor": "ragloom.retrieve.retrievers.raptor:RaptorRetriever",
     },
     "stage": {
         "rerank": "ragloom.retrieve.stages.rerank:RerankStage",
@@ -67,6 +72,8 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "boosts": "ragloom.retrieve.stages.boosts:BoostStage",
         "rollup": "ragloom.retrieve.stages.rollup:RollupStage",
         "compress": "ragloom.retrieve.stages.compress:CompressStage",
+        "graph-boost": "ragloom.retrieve.stages.graph_boost:GraphBoost",
+        "parent": "ragloom.retrieve.stages.parent:ParentPassage",
     },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",

@@ -28,8 +28,12 @@ def status_command(
         stats = index.stats()
         records = index.sources() if sources else []
         cache = index.cache_stats()
+        from ..knowledge.sync import status as knowledge_status
+
+        knowledge = knowledge_status(index)
     if as_json:
-        console.print_json(json.dumps({**stats.__dict__, "cache": cache, "source_list": [r.__dict__ for r in records]}))
+        console.print_json(json.dumps({**stats.__dict__, "cache": cache, "source_list": [r.__dict__ for r in records],
+                                       **knowledge.to_dict()}))
         return
     table = Table(show_header=False, title=f"index {stats.path}", title_justify="left")
     table.add_row("sources", str(stats.sources))
@@ -40,6 +44,11 @@ def status_command(
     table.add_row("size on disk", _size(stats.disk_bytes))
     for name, c in cache.items():  # a long-lived process (server, notebook) fills these
         table.add_row(f"query cache ({name})", f"{c['size']}/{c['capacity']} kept, {c['hits']} hits, {c['misses']} misses")
+
+    from .knowledge import structure_rows
+
+    for name, value in structure_rows(knowledge):
+        table.add_row(name, value)
     console.print(table)
     if records:
         listing = Table("source", "chunks", "ingested")

@@ -100,9 +100,9 @@ def state(ctx: typer.Context) -> State:
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, search, serve
+    from . import admin, ingest, knowledge, search, serve
 
-    for module in (ingest, search, admin, serve):
+    for module in (ingest, search, admin, serve, knowledge):
         module.register(app)
     for optional in ("migrate", "eval", "providers", "answer", "maintenance", "models"):
         try:

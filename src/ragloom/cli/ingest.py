@@ -46,15 +46,21 @@ def ingest_command(
     ctx: typer.Context,
     paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively)."),
     glob: Optional[list[str]] = typer.Option(None, "--glob", "-g", help="Only files matching this pattern, e.g. '**/*.md' (repeatable)."),
-    chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown."),
+    chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown, semantic, agentic, proposition."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     rebuild: bool = typer.Option(
         False, "--rebuild", help="Move the index aside (kept as INDEX.damaged-TIME) and build it anew from PATHS."
     ),
+    graph: bool = typer.Option(False, "--graph", help="Also build the entity graph (as graph.enabled: true)."),
+    raptor: bool = typer.Option(False, "--raptor", help="Also build the RAPTOR summary tree (as raptor.enabled: true)."),
 ) -> None:
     """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed."""
-    overrides = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
+    overrides: dict = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
+    if graph:
+        overrides["graph"] = {"enabled": True}
+    if raptor:
+        overrides["raptor"] = {"enabled": True}
     if rebuild:
         from ..index import set_aside_index
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..filters import Condition
 from ..stores.base import Candidate
-from ..types import Hit
+from ..types import Chunk, Hit
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -61,6 +61,8 @@ class Retrieved:
 
     candidates: list[Candidate]
     components: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Candidates that are not chunks of the store (RAPTOR summaries), by id.
+    extra: dict[str, Chunk] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,8 @@ def _fall_back(
 def materialise(retrieved: Retrieved, depth: int, context: SearchContext) -> list[Hit]:
     """Hits for the best ``depth`` candidates: their text and metadata read in one batch."""
     top = retrieved.candidates[:depth]
-    chunks = {c.id: c for c in context.store.get_chunks([c.chunk_id for c in top])}
+    chunks = {c.id: c for c in context.store.get_chunks([c.chunk_id for c in top if c.chunk_id not in retrieved.extra])}
+    chunks.update(retrieved.extra)
     hits = []
     for candidate in top:
         chunk = chunks.get(candidate.chunk_id)
