@@ -97,7 +97,9 @@ class Pipeline:
             hits = [hit for hit in hits if hit.score >= plan.min_score]
         if not hits and fallback is not None and fallback.name != self.retriever.name:
             reason = "nothing scored above min_score" if plan.min_score is not None else "nothing matched"
-            return _fall_back(plan, context, fallback, trace, started, reason)
+            rescued = _fall_back(plan, context, fallback, list(trace), started, reason, quiet_if_empty=True)
+            if rescued.hits:
+                return rescued
         hits = renumber(hits[: plan.k])
         return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
 
@@ -115,15 +117,18 @@ def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
 
 
 def _fall_back(
-    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str
+    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str,
+    quiet_if_empty: bool = False,
 ) -> SearchResult:
-    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning."""
-    warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
-                  stacklevel=4)
+    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning
+    (not when ``quiet_if_empty`` and it found nothing either: the caller keeps its empty result)."""
     began = time.perf_counter()
     with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
         retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
         hits = keep_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan.phrases)
+    if hits or not quiet_if_empty:
+        warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
+                      stacklevel=5)
     hits = renumber([replace(h, metadata={**h.metadata, "retrieval": fallback.name}) for h in hits[: plan.k]])
     trace.append(replace(_step(fallback.name, began, len(retrieved.candidates), hits), note=f"fallback: {reason}"))
     return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
