@@ -35,12 +35,14 @@ PRESETS: dict[str, list[StepSpec]] = {
     "dense": [{"dense": {}}],
     "lexical": [{"lexical": {}}],
     "hybrid": [{"hybrid": {}}],
-    # Chosen by measurement on SciFact (benchmarks/pipeline.py, BENCHMARKS.md "The query pipeline").
-    # fast: today's hybrid. balanced: cheap levers only -- a cross-encoder over even 5 passages
-    # costs more than its 150 ms budget on 2 cores. precise: the cross-encoder over the top 20.
+    # Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline").
+    # fast: today's hybrid. balanced: hybrid plus the metadata boosts (phase, is_critical), which cost
+    # nothing; no cheap lever (roll-up, Rocchio feedback, MMR, dedup) measurably beat hybrid, and a
+    # cross-encoder over even 5 passages overruns a 150 ms budget on 2 cores. precise: the best
+    # train configuration, the cross-encoder over the top 10 blended 0.4 with hybrid, then roll-up.
     "fast": [{"hybrid": {}}],
-    "balanced": [{"hybrid": {}}, {"rollup": {}}, {"boosts": {}}],
-    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20}}, {"boosts": {}}],
+    "balanced": [{"hybrid": {}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 10, "weight": 0.4}}, {"rollup": {"share": 0.1}}, {"boosts": {}}],
 }
 
 
