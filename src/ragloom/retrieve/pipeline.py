@@ -35,14 +35,14 @@ PRESETS: dict[str, list[StepSpec]] = {
     "dense": [{"dense": {}}],
     "lexical": [{"lexical": {}}],
     "hybrid": [{"hybrid": {}}],
-    # Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline").
-    # fast: today's hybrid. balanced: hybrid plus the metadata boosts (phase, is_critical), which cost
-    # nothing; no cheap lever (roll-up, Rocchio feedback, MMR, dedup) measurably beat hybrid, and a
-    # cross-encoder over even 5 passages overruns a 150 ms budget on 2 cores. precise: the best
-    # train configuration, the cross-encoder over the top 10 blended 0.4 with hybrid, then roll-up.
+    # Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline"):
+    # a lever is in a preset only if it gained on its own. fast: today's hybrid. balanced: hybrid plus
+    # the metadata boosts (phase, is_critical), which cost nothing; no cheap lever (roll-up, Rocchio
+    # feedback, MMR, dedup) beat hybrid, and a cross-encoder over even 5 passages overruns a 150 ms
+    # budget on 2 cores. precise: the cross-encoder over the top 20, blended 0.3 with hybrid.
     "fast": [{"hybrid": {}}],
     "balanced": [{"hybrid": {}}, {"boosts": {}}],
-    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 10, "weight": 0.4}}, {"rollup": {"share": 0.1}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20, "weight": 0.3}}, {"boosts": {}}],
 }
 
 
