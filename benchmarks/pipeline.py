@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import random
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
