@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import random
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +158,20 @@ def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, c
             results[f"rerank blend w={weight} top {top_n}"] = evaluate(blended(weight, top_n))
     for share in (0.05, 0.1, 0.2, 0.3, 0.5):
         results[f"rollup share={share}"] = evaluate(rollup(share))
+
+    def rerank_then_rollup(weight: float, top_n: int, share: float):
+        first = blended(weight, top_n)
+
+        def rescore(qid, item):
+            docs, scores = zip(*first(qid, item))
+            return sorted(zip(docs, rolled_up(list(docs), list(scores), share)), key=lambda p: -p[1])
+        return rescore
+
+    for top_n in (10, 20, 30):
+        for weight in (0.2, 0.3, 0.4):
+            if top_n <= depth_ce:
+                results[f"rerank blend w={weight} top {top_n} + rollup 0.1"] = evaluate(
+                    rerank_then_rollup(weight, top_n, 0.1))
     if colbert:
         results.update(colbert_check(data, queries, evaluate))
     if prf:

@@ -28,7 +28,6 @@ from .errors import (
     UnsupportedFormatError,
     UsageError,
 )
-from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
@@ -36,9 +35,9 @@ from .ingest.loaders import is_supported, load_file, supported_extensions
 from .ingest.pipeline import WriteBehind, read_ahead
 from . import registry
 from .audit import AuditEvent, ChainReport
-from .retrieve.base import QueryPlan, SearchContext, SearchResult, StageTrace
-from .retrieve.cache import LRUCache, result_key
-from .retrieve.understand import understand
+from .retrieve.base import QueryPlan, SearchContext, SearchResult
+from .retrieve.cache import QueryCache
+from .retrieve.understand import plan_query
 from .retrieve.pipeline import Pipeline, build_pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
 from .tracing import set_attributes, span
@@ -90,8 +89,7 @@ class Index:
         #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
         self._components: dict[str, Any] = {}
         self._warned_read_only = False
-        self._results: LRUCache[SearchResult] = LRUCache(config.search.cache.size)
-        self._embeddings: LRUCache[np.ndarray] = LRUCache(config.search.cache.embeddings)
+        self._cache = QueryCache(config.search.cache)
 
     @classmethod
     def open(
@@ -438,10 +436,12 @@ class Index:
     ) -> SearchResult:
         """Like ``search``, with the plan and a per-step trace (what ``--explain`` shows)."""
         started = time.perf_counter()
+        settings = self.config.search
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
-        plan = self._plan_query(query, self.clamp_k(k), where, min_score, pipeline.name)
+        plan = plan_query(query, self.clamp_k(k), where, min_score, pipeline.name, settings,
+                          lambda: [r.path for r in self.store.list_sources()])
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
             if self.store.count() == 0:
                 warnings.warn(
@@ -457,52 +457,15 @@ class Index:
             self._audit(result, k, pipeline)
         return result
 
-    def _plan_query(
-        self, query: str, k: int, where: Mapping[str, Any] | None, min_score: float | None, preset: str
-    ) -> QueryPlan:
-        """The plan: the caller's settings plus what query understanding found in the text."""
-        settings = self.config.search
-        understood = understand(query, settings.understand, lambda: [r.path for r in self.store.list_sources()])
-        merged: dict[str, Any] = dict(where or {})
-        for key, spec in understood.where.items():  # for the audit log and the cache key
-            merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
-        return QueryPlan(
-            text=understood.text, original=query, k=k,
-            conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
-            phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
-            min_score=settings.min_score if min_score is None else min_score, preset=preset,
-        )
-
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
-        """The pipeline's result, from the query cache when the same search ran since the last write."""
-        generation = self.store.generation()
-        fallback = None if self.config.search.fallback == "none" else \
-            registry.resolve("retriever", self.config.search.fallback)()
-        if generation is None or self._results.capacity <= 0:
-            return pipeline.run(plan, self.search_context(), fallback)
-        began = time.perf_counter()
-        key = result_key(
-            plan.original, generation, k=plan.k, where=plan.where, min_score=plan.min_score, steps=pipeline.steps,
-            preset=pipeline.name, search=self.config.search.model_dump(mode="json", exclude={"cache"}),
-        )
-        cached = self._results.get(key)
-        if cached is not None:
-            step = StageTrace("cache", (time.perf_counter() - began) * 1000, len(cached.hits), len(cached.hits),
-                              {h.chunk_id: h.score for h in cached.hits}, "hit")
-            return SearchResult(list(cached.hits), cached.plan, [step, *cached.trace],
-                                cache={"hit": True, **self._results.stats().to_dict()})
-        result = pipeline.run(plan, self.search_context(), fallback)
-        if not any(step.note.startswith("fallback") for step in result.trace):  # retry the real search next time
-            self._results.put(key, result)
-        result.cache = {"hit": False, **self._results.stats().to_dict()}
-        return result
+        name = self.config.search.fallback
+        fallback = None if name == "none" else registry.resolve("retriever", name)()
+        return self._cache.run(pipeline, plan, self.store.generation(), self.config.search,
+                               lambda: pipeline.run(plan, self.search_context(), fallback))
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """Hits, misses and size of this process's query-result and query-embedding caches."""
-        return {"results": self._results.stats().to_dict(), "embeddings": self._embeddings.stats().to_dict()}
-
-    def _query_vector(self, text: str) -> np.ndarray:
-        return self._embeddings.get_or_compute(text, lambda: self.embedder.embed_query(text))
+        return self._cache.stats()
 
     # -- answers ------------------------------------------------------------------------------------
     def context(self, question: str, *, budget: int | None = None, k: int | None = None,
@@ -538,7 +501,8 @@ class Index:
 
     def search_context(self) -> SearchContext:
         """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
-        return SearchContext(self.store, lambda: self.embedder, self.config, self._components, self._query_vector)
+        return SearchContext(self.store, lambda: self.embedder, self.config, self._components,
+                             lambda text: self._cache.query_vector(text, self.embedder.embed_query))
 
     def clamp_k(self, k: int | None) -> int:
         settings = self.config.search

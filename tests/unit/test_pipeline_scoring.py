@@ -22,6 +22,9 @@ def test_rollup_adds_a_share_of_the_same_documents_other_hits() -> None:
     # Normalised: a1=1, b=0.5, a2=0 -> a1 = 1 + 0.5*0, b = 0.5, a2 = 0 + 0.5*1.
     assert rolled_up(["a", "b", "a"], [3.0, 2.0, 1.0], 0.5) == pytest.approx([1.0, 0.5, 0.5])
     assert rolled_up(["a", "b", "a"], [3.0, 2.0, 1.0], 0.0) == pytest.approx([1.0, 0.5, 0.0])
+    # limit: only the best other chunk counts. a: 1, 0.75, 0.5 (normalised over 5 scores).
+    assert rolled_up(["a", "a", "a", "b", "b"], [5, 4, 3, 2, 1], 1.0, limit=1) == pytest.approx(
+        [1.75, 1.75, 1.5, 0.25, 0.25])
 
 
 def test_rocchio_moves_the_query_towards_the_feedback_centroid() -> None:

@@ -24,7 +24,7 @@ def search_command(
     ),
     mode: Optional[str] = typer.Option(
         None, "--mode", "--preset", "-m", "-p",
-        help="Search preset: hybrid (default), dense, lexical, or another named pipeline.",
+        help="Search preset: hybrid (default), dense, lexical, fast, balanced, precise, grep, or your own.",
     ),
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),

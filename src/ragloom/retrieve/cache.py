@@ -11,7 +11,14 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..config import CacheConfig, SearchConfig
+    from .base import QueryPlan, SearchResult
+    from .pipeline import Pipeline
 
 V = TypeVar("V")
 
@@ -76,3 +83,45 @@ def result_key(query: str, generation: int, **parameters: Any) -> str:
     """One string for the query and every parameter (JSON, keys sorted, so dict order does not matter)."""
     return json.dumps({"q": normalise_query(query), "generation": generation, **parameters},
                       sort_keys=True, default=str)
+
+
+class QueryCache:
+    """An index's two caches: search results (keyed with the index generation) and query embeddings."""
+
+    def __init__(self, settings: CacheConfig) -> None:
+        self.results: LRUCache[SearchResult] = LRUCache(settings.size)
+        self.embeddings: LRUCache[np.ndarray] = LRUCache(settings.embeddings)
+
+    def run(
+        self, pipeline: Pipeline, plan: QueryPlan, generation: int | None, settings: SearchConfig,
+        execute: Callable[[], SearchResult],
+    ) -> SearchResult:
+        """``execute()``'s result, or the one kept from the same search since the last write."""
+        import time
+
+        from .base import SearchResult, StageTrace
+
+        if generation is None or self.results.capacity <= 0:
+            return execute()
+        began = time.perf_counter()
+        key = result_key(
+            plan.original, generation, k=plan.k, where=plan.where, min_score=plan.min_score, steps=pipeline.steps,
+            preset=pipeline.name, search=settings.model_dump(mode="json", exclude={"cache"}),
+        )
+        cached = self.results.get(key)
+        if cached is not None:
+            step = StageTrace("cache", (time.perf_counter() - began) * 1000, len(cached.hits), len(cached.hits),
+                              {h.chunk_id: h.score for h in cached.hits}, "hit")
+            return SearchResult(list(cached.hits), cached.plan, [step, *cached.trace],
+                                cache={"hit": True, **self.results.stats().to_dict()})
+        result = execute()
+        if not any(step.note.startswith("fallback") for step in result.trace):  # retry the real search next time
+            self.results.put(key, result)
+        result.cache = {"hit": False, **self.results.stats().to_dict()}
+        return result
+
+    def query_vector(self, text: str, embed: Callable[[str], np.ndarray]) -> np.ndarray:
+        return self.embeddings.get_or_compute(text, lambda: embed(text))
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {"results": self.results.stats().to_dict(), "embeddings": self.embeddings.stats().to_dict()}

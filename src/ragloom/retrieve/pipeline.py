@@ -35,12 +35,14 @@ PRESETS: dict[str, list[StepSpec]] = {
     "dense": [{"dense": {}}],
     "lexical": [{"lexical": {}}],
     "hybrid": [{"hybrid": {}}],
-    # Chosen by measurement on SciFact (benchmarks/pipeline.py, BENCHMARKS.md "The query pipeline").
-    # fast: today's hybrid. balanced: cheap levers only -- a cross-encoder over even 5 passages
-    # costs more than its 150 ms budget on 2 cores. precise: the cross-encoder over the top 20.
+    # Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline"):
+    # a lever is in a preset only if it gained on its own. fast: today's hybrid. balanced: hybrid plus
+    # the metadata boosts (phase, is_critical), which cost nothing; no cheap lever (roll-up, Rocchio
+    # feedback, MMR, dedup) beat hybrid, and a cross-encoder over even 5 passages overruns a 150 ms
+    # budget on 2 cores. precise: the cross-encoder over the top 20, blended 0.3 with hybrid.
     "fast": [{"hybrid": {}}],
-    "balanced": [{"hybrid": {}}, {"rollup": {}}, {"boosts": {}}],
-    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20}}, {"boosts": {}}],
+    "balanced": [{"hybrid": {}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20, "weight": 0.3}}, {"boosts": {}}],
 }
 
 
@@ -97,7 +99,9 @@ class Pipeline:
             hits = [hit for hit in hits if hit.score >= plan.min_score]
         if not hits and fallback is not None and fallback.name != self.retriever.name:
             reason = "nothing scored above min_score" if plan.min_score is not None else "nothing matched"
-            return _fall_back(plan, context, fallback, trace, started, reason)
+            rescued = _fall_back(plan, context, fallback, list(trace), started, reason, quiet_if_empty=True)
+            if rescued.hits:
+                return rescued
         hits = renumber(hits[: plan.k])
         return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
 
@@ -115,15 +119,18 @@ def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
 
 
 def _fall_back(
-    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str
+    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str,
+    quiet_if_empty: bool = False,
 ) -> SearchResult:
-    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning."""
-    warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
-                  stacklevel=4)
+    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning
+    (not when ``quiet_if_empty`` and it found nothing either: the caller keeps its empty result)."""
     began = time.perf_counter()
     with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
         retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
         hits = keep_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan.phrases)
+    if hits or not quiet_if_empty:
+        warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
+                      stacklevel=5)
     hits = renumber([replace(h, metadata={**h.metadata, "retrieval": fallback.name}) for h in hits[: plan.k]])
     trace.append(replace(_step(fallback.name, began, len(retrieved.candidates), hits), note=f"fallback: {reason}"))
     return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)

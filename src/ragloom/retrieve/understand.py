@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from ..config import MatchRule, OperatorRule, UnderstandConfig
-from ..filters import Condition
+from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
+from ..filters import Condition, parse_where
+from .base import QueryPlan
 
 _OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
 _PHRASE = re.compile(r'"([^"]+)"')
@@ -60,6 +61,23 @@ def understand(
         result.hints["alpha"] = settings.identifier_alpha
         result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")
     return result
+
+
+def plan_query(
+    query: str, k: int, where: Mapping[str, Any] | None, min_score: float | None, preset: str,
+    settings: SearchConfig, sources: Callable[[], Sequence[str]] = lambda: (),
+) -> QueryPlan:
+    """The plan of a search: the caller's settings plus what the rules found in the text."""
+    understood = understand(query, settings.understand, sources)
+    merged: dict[str, Any] = dict(where or {})
+    for key, spec in understood.where.items():  # shown in the audit log; part of the cache key
+        merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
+    return QueryPlan(
+        text=understood.text, original=query, k=k,
+        conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
+        phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
+        min_score=settings.min_score if min_score is None else min_score, preset=preset,
+    )
 
 
 def is_identifier(text: str, patterns: Sequence[str]) -> bool:
