@@ -191,6 +191,8 @@ class AnswerConfig(Section):
     k: int = Field(5, ge=1, description="passages retrieved for an answer")
     budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")
     mode: str | None = Field(None, description="search preset used to retrieve for answers; None = search's own")
+    max_tokens: int = Field(200, ge=8, description="longest generated answer, in tokens (a small model may "
+                            "otherwise repeat itself up to llm.max_tokens)")
     extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
     unanswerable_below: float = Field(
         0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
