@@ -171,8 +171,8 @@ class LLMConfig(Section):
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature; 0 = most likely tokens")
     max_tokens: int = Field(512, ge=1, description="longest answer generated, in tokens")
     threads: int = Field(
-        1, ge=0, description="CPU threads of a local model; 0 = all cores. 1 by measurement: on a loaded 2-core "
-        "machine 2 threads generated ~8x slower (benchmarks/llm_speed.py)"
+        0, ge=0, description="CPU threads of a local model; 0 = all cores (fastest on an idle machine; on a busy "
+        "one set 1: 2 threads ran ~8x slower under load, BENCHMARKS.md)"
     )
     context_size: int = Field(4096, ge=256, description="context window of a local model, in tokens")
     seed: int = Field(0, description="random seed of a local model, so answers repeat")
