@@ -55,11 +55,17 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
         "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
         "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+        "grep": "ragloom.retrieve.retrievers.grep:GrepRetriever",
         "hyde": "ragloom.retrieve.retrievers.transforms:HydeRetriever",
         "multi-query": "ragloom.retrieve.retrievers.transforms:MultiQueryRetriever",
         "corrective": "ragloom.retrieve.retrievers.corrective:CorrectiveRetriever",
     },
     "stage": {
+        "rerank": "ragloom.retrieve.stages.rerank:RerankStage",
+        "mmr": "ragloom.retrieve.stages.mmr:MMRStage",
+        "dedup": "ragloom.retrieve.stages.dedup:DedupStage",
+        "boosts": "ragloom.retrieve.stages.boosts:BoostStage",
+        "rollup": "ragloom.retrieve.stages.rollup:RollupStage",
         "compress": "ragloom.retrieve.stages.compress:CompressStage",
     },
     "loader": {

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import sys
-from pathlib import Path
 
 import pytest
 
 from ragloom.context import build_context, fit_text, header_for
-from ragloom.errors import ConfigError, ModelNotFoundError
+from ragloom.errors import ConfigError
 from ragloom.eval.answers import contains, exact_match, normalize_answer, spread, token_f1
 from ragloom.generate.citations import (
     check_support,
@@ -19,7 +16,6 @@ from ragloom.generate.citations import (
     split_sentences,
 )
 from ragloom.generate.prompts import Prompts
-from ragloom.models import SplitGGUF, join_parts
 from ragloom.types import Hit
 
 TEXTS = [
@@ -102,30 +98,3 @@ def test_squad_metrics_follow_the_official_normalisation() -> None:
     assert spread([str(i) for i in range(10)], 3) == ["0", "3", "6"]
 
 
-def _parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blobs: list[bytes], digest: str) -> SplitGGUF:
-    packages = []
-    for n, blob in enumerate(blobs, start=1):
-        package = tmp_path / "site" / f"fake_llm_part{n}"
-        (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text("")
-        (package / "data" / f"part{n:02d}.bin").write_bytes(blob)
-        packages.append(package.name)
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    for name in packages:
-        sys.modules.pop(name, None)
-    return SplitGGUF("fake", "fake.gguf", tuple(packages), tuple(f"part{n:02d}.bin" for n in range(1, len(blobs) + 1)),
-                     sum(map(len, blobs)), digest, "pip install fake-llm-part1..2")
-
-
-def test_split_model_parts_are_joined_in_order_and_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    blobs = [b"GGUF" + b"a" * 1000, b"b" * 777]
-    spec = _parts(tmp_path, monkeypatch, blobs, hashlib.sha256(b"".join(blobs)).hexdigest())
-    target = join_parts(spec, tmp_path / "cache" / "fake.gguf")
-    assert target.read_bytes() == b"".join(blobs)
-
-
-def test_a_wrong_hash_keeps_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = _parts(tmp_path, monkeypatch, [b"x" * 10, b"y" * 10], "0" * 64)
-    with pytest.raises(ModelNotFoundError, match="joined fake model is wrong"):
-        join_parts(spec, tmp_path / "cache" / "fake.gguf")
-    assert not list((tmp_path / "cache").iterdir())

@@ -81,18 +81,18 @@ def ask_command(
 
 def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
     if answer.text.strip() != streamed.strip():  # asked again, or revised after the stream
-        console.print("[dim]final answer:[/]")
+        console.print(Text("final answer:", style="dim"))
         console.print(answer.text, highlight=False, markup=False)
     unsupported = answer.unsupported
     if unsupported:
-        console.print("[dim]not supported by the passages they cite:[/]")
+        console.print(Text("not supported by the passages they cite:", style="dim"))
         for sentence in unsupported:
             console.print(Text("  " + sentence.text, style="dim strike" if sentence.support is None else "dim"))
     for warning in answer.warnings:
         _note(warning)
     if answer.citations:
         console.print()
-        console.print("[bold]Sources[/]")
+        console.print(Text("Sources", style="bold"))
     for number, citation in sorted(answer.citations.items()):
         where = [w for w in (citation.section, f"p. {citation.page}" if citation.page is not None else "") if w]
         line = Text(f"[{number}] ", style="bold")
@@ -106,8 +106,8 @@ def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
     if trace:
         for step in answer.trace:
             detail = {k: v for k, v in step.to_dict().items() if k not in ("name", "ms", "hits", "passages")}
-            console.print(f"[dim]{step.name:>28}  {step.ms:9.1f} ms  {json.dumps(detail, default=str)[:160]}[/]",
-                          highlight=False)
+            console.print(Text(f"{step.name:>28}  {step.ms:9.1f} ms  {json.dumps(detail, default=str)[:160]}",
+                               style="dim"), highlight=False)
 
 
 def _note(text: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.text import Text
 
 from ..config import Config
 from ..errors import UnknownComponentError
@@ -167,7 +168,8 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
         for failure in result.failures:
             where = f"passes at rank {failure.first_passing_rank}" if failure.first_passing_rank else "fails in top-k"
             lacks = ", ".join(failure.top1_unmet) or "no results"
-            console.print(f"[red]✗[/] [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}", highlight=False)
+            console.print(Text.assemble(("✗", "red"), f" [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}"),
+                          highlight=False)
     out.mkdir(parents=True, exist_ok=True)
     report = out / f"keywords-{file.stem}.json"
     report.write_text(json.dumps([r.to_dict() for r in results], indent=2), encoding="utf-8")

