@@ -282,8 +282,8 @@ class LLMConfig(Section):
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature; 0 = most likely tokens")
     max_tokens: int = Field(512, ge=1, description="longest answer generated, in tokens")
     threads: int = Field(
-        1, ge=0, description="CPU threads of a local model; 0 = all cores. 1 by measurement: on a loaded 2-core "
-        "machine 2 threads generated ~8x slower (benchmarks/llm_speed.py)"
+        0, ge=0, description="CPU threads of a local model; 0 = all cores (fastest on an idle machine; on a busy "
+        "one set 1: 2 threads ran ~8x slower under load, BENCHMARKS.md)"
     )
     context_size: int = Field(4096, ge=256, description="context window of a local model, in tokens")
     seed: int = Field(0, description="random seed of a local model, so answers repeat")
@@ -331,6 +331,8 @@ class AnswerConfig(Section):
     k: int = Field(5, ge=1, description="passages retrieved for an answer")
     budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")
     mode: str | None = Field(None, description="search preset used to retrieve for answers; None = search's own")
+    max_tokens: int = Field(200, ge=8, description="longest generated answer, in tokens (a small model may "
+                            "otherwise repeat itself up to llm.max_tokens)")
     extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
     unanswerable_below: float = Field(
         0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "

@@ -166,3 +166,34 @@ def test_context_cli_and_ask_cli(index: Index, python_bin: str) -> None:
     assert answer["text"] and {"number", "source", "chunk_id", "text"} <= set(answer["citations"][0])
     printed = ragloom("ask", "What does DDS handle?", "-s", "extractive")
     assert "DDS handles discovery" in printed and "Sources" in printed and "[1]" in printed
+
+
+def test_eval_answers_mode_scores_a_qa_dataset(tmp_path, python_bin: str) -> None:
+    import os
+    import subprocess
+
+    data = tmp_path / "qa"
+    (data / "qrels").mkdir(parents=True)
+    docs = {"d1": "The Eiffel Tower is in Paris. It was finished in 1889.",
+            "d2": "Mount Everest is the highest mountain on Earth. It is in the Himalayas.",
+            "d3": "The Nile is a river in Africa. The Nile flows north into the Mediterranean Sea."}
+    questions = {"q1": ("When was the Eiffel Tower finished?", "d1", "1889"),
+                 "q2": ("Where does the Nile flow into?", "d3", "the Mediterranean Sea")}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
+                                               for k, v in docs.items()))
+    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": q}) + "\n"
+                                                for k, (q, _, _) in questions.items()))
+    (data / "answers.jsonl").write_text("".join(json.dumps({"_id": k, "answers": [a]}) + "\n"
+                                                for k, (_, _, a) in questions.items()))
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{k}\t{d}\t1\n" for k, (_, d, _) in questions.items()))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    done = subprocess.run([python_bin, "-m", "ragloom", "eval", str(data), "--answers", "--quiet",
+                           "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "retrieval Recall@5 of the gold passage: 1.000" in done.stdout
+    report = json.loads((tmp_path / "out" / "answers-qa.json").read_text())
+    runs = {r["run"]: r for r in report["runs"]}
+    assert runs["extractive"]["contains"] == 1.0 and runs["extractive"]["questions"] == 2
+    assert runs["first-sentence"]["contains"] == 0.0  # the first sentences do not hold the answers

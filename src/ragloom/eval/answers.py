@@ -172,6 +172,8 @@ def score(result: AnswerRun, qid: str, question: str, text: str, gold: list[str]
     plain = answer_text(text)
     result.em[qid], result.f1[qid] = exact_match(plain, gold), token_f1(plain, gold)
     result.contains[qid], result.seconds[qid] = contains(plain, gold), seconds
+    if len(result.examples) < 5:
+        result.examples.append({"_id": qid, "question": question, "answer": text, "gold": gold})
     if answer is None:
         return
     result.completion_tokens[qid] = answer.tokens.get("completion", 0)
@@ -187,8 +189,6 @@ def score(result: AnswerRun, qid: str, question: str, text: str, gold: list[str]
     checked = [s for s in answer.sentences if s.supported is not None]
     result.sentences += len(checked)
     result.supported += sum(bool(s.supported) for s in checked)
-    if len(result.examples) < 5:
-        result.examples.append({"_id": qid, "question": question, "answer": text, "gold": gold})
 
 
 def table(results: Sequence[AnswerRun], recall: float, k: int) -> str:

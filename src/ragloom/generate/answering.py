@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import LLMConfig, parse_model_spec
@@ -39,27 +39,10 @@ def ask_stream(
 ) -> Iterator[str | Answer]:
     """The answer's text in pieces as it is generated, then the finished Answer."""
     started = time.perf_counter()
-    settings = index.config.answer
-    name, model = choose(index, strategy or settings.strategy, llm)
+    name, model = choose(index, strategy or index.config.answer.strategy, llm)
     chosen = create_strategy(name)
-    trace: list[AnswerStep] = []
-    began = time.perf_counter()
-    result = index.retrieve(question, k=k or settings.k, where=where, mode=mode or settings.mode)
-    trace.append(AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
-        "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]}))
-    count = getattr(model, "count_tokens", None) or index.embedder.count_tokens
-    began = time.perf_counter()
-    context = build_context(result.hits, budget or settings.budget, count, question)
-    trace.append(AnswerStep("context", (time.perf_counter() - began) * 1000, {
-        "passages": len(context.passages), "tokens": context.tokens, "budget": context.budget,
-        "notes": list(context.notes)}))
-    request = AnswerRequest(
-        question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
-        count_tokens=count, llm=model if chosen.needs_llm else None, scorer=lambda: scorer(index),
-        support=lambda: support_checker(index), trace=trace, warnings=list(context.notes),
-        search=lambda q: build_context(index.search(q, k=3, where=where, mode=mode or settings.mode),
-                                       max(64, (budget or settings.budget) // 2), count, q),
-    )
+    request = prepare(index, question, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
+                      mode=mode, count=getattr(model, "count_tokens", None) or index.embedder.count_tokens)
     if chosen.needs_llm and not _relevant_enough(request):
         yield NO_ANSWER
         answer = _no_answer(request, name)
@@ -79,6 +62,30 @@ def ask_stream(
         assert answer is not None, f"the {name} strategy finished without an answer"
     answer.seconds = time.perf_counter() - started
     yield answer
+
+
+def prepare(index: Index, question: str, llm: LLM | None, *, k: int | None, budget: int | None,
+            where: Mapping[str, Any] | None, mode: str | None, count: Callable[[str], int]) -> AnswerRequest:
+    """Retrieve and build the numbered context: what a strategy is given, with the first two steps traced."""
+    settings = index.config.answer
+    mode = mode or settings.mode
+    budget = budget or settings.budget
+    began = time.perf_counter()
+    result = index.retrieve(question, k=k or settings.k, where=where, mode=mode)
+    trace = [AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
+        "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]})]
+    began = time.perf_counter()
+    context = build_context(result.hits, budget, count, question)
+    trace.append(AnswerStep("context", (time.perf_counter() - began) * 1000, {
+        "passages": len(context.passages), "tokens": context.tokens, "budget": context.budget,
+        "notes": list(context.notes)}))
+    return AnswerRequest(
+        question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
+        count_tokens=count, llm=llm, scorer=lambda: scorer(index), support=lambda: support_checker(index),
+        trace=trace, warnings=list(context.notes),
+        # Chain-of-verification retrieves again for each of its questions, on half the budget.
+        search=lambda q: build_context(index.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
+    )
 
 
 def ask(index: Index, question: str, **options: Any) -> Answer:

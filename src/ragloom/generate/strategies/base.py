@@ -98,6 +98,7 @@ def generate(request: AnswerRequest, messages: list[Message], *, stream: bool = 
     llm = request.llm
     assert llm is not None, "a strategy calls require_llm before it generates"
     request.tokens["prompt"] += sum(request.count_tokens(m["content"]) for m in messages)
+    max_tokens = max_tokens or request.settings.max_tokens
     pieces: list[str] = []
     if stream:
         for piece in llm.stream(messages, max_tokens=max_tokens):
