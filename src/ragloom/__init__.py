@@ -19,12 +19,14 @@ from .errors import (
     UnsupportedFormatError,
 )
 from .index import Index, IngestProgress
-from .types import Chunk, Document, Hit, IndexStats, IngestReport, SourceRecord
+from .types import Answer, Chunk, Citation, Document, Hit, IndexStats, IngestReport, SourceRecord
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
     "Chunk",
+    "Citation",
     "Config",
     "ConfigError",
     "Document",

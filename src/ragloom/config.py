@@ -92,12 +92,35 @@ class ChunkingConfig(Section):
         return self
 
 
+class EnrichConfig(Section):
+    """Metadata derived from each chunk at ingest, for filters and boosts (see ingest/enrich.py)."""
+
+    enabled: bool = Field(True, description="derive is_critical, phase and front-matter fields at ingest")
+    critical_markers: list[str] = Field(
+        default_factory=lambda: ["MANDATORY", "CRITICAL"],
+        description="words (matched whole and case-sensitively) that mark a chunk is_critical: true",
+    )
+    phase_pattern: str = Field(
+        r"\bPhase\s+(\d+)\b", description="regex on the chunk's section headers; group 1 becomes phase (an integer)"
+    )
+    front_matter: bool = Field(
+        True, description="copy scalar fields and tags of a Markdown file's YAML front matter to its chunks"
+    )
+
+
 class IngestConfig(Section):
     glob: list[str] = Field(default_factory=lambda: ["**/*"], description="which files of a folder to read")
     exclude: list[str] = Field(
         default_factory=lambda: [".git/**", "**/.git/**", ".ragloom/**", "**/.ragloom/**", "**/__pycache__/**"],
         description="files of a folder never read",
     )
+    max_file_mb: float = Field(
+        100.0, gt=0, description="files larger than this many megabytes are skipped, with a message"
+    )
+    external_links: Literal["index", "skip"] = Field(
+        "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
+    )
+    enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 
 class ChromaStoreConfig(Section):
@@ -122,13 +145,92 @@ class QdrantStoreConfig(Section):
     timeout: int = Field(60, ge=1, description="seconds to wait for the server on each request")
 
 
+class AnnConfig(Section):
+    threshold: int = Field(
+        200_000, ge=1,
+        description="chunks from which the embedded store searches an approximate index (faiss IVF, pip extra `ann`)",
+    )
+    nprobe: int = Field(0, ge=0, description="IVF lists searched per query; 0 = one in 16, at least 32")
+    exact_rows: int = Field(20_000, ge=0, description="a filter leaving at most this many chunks is searched exactly")
+    codec: Literal["SQ8", "Flat"] = Field(
+        "SQ8", description="how the index keeps vectors: SQ8 (1 byte a number) or Flat; hits are rescored exactly"
+    )
+
+
+class EmbeddedStoreConfig(Section):
+    ann: AnnConfig = Field(default_factory=AnnConfig)
+
+
 class StoreConfig(Section):
     backend: str = Field(
         "embedded",
         description="embedded (SQLite + exact vectors + tantivy BM25), chroma or qdrant (settings below)",
     )
+    embedded: EmbeddedStoreConfig = Field(default_factory=EmbeddedStoreConfig)
     chroma: ChromaStoreConfig = Field(default_factory=ChromaStoreConfig)
     qdrant: QdrantStoreConfig = Field(default_factory=QdrantStoreConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_shorthand(cls, data: Any) -> Any:
+        return expand_shorthands({"store": data})["store"]
+
+
+class MatchRule(Section):
+    """A query understanding rule: where ``pattern`` matches the query, ``field`` = group 1."""
+
+    pattern: str = Field(description="regex, case-insensitive; group 1 is the value")
+    field: str = Field(description="metadata field the value is compared with")
+    action: Literal["filter", "boost", "off"] = Field("boost", description="filter: only matching chunks; "
+                                                      "boost: matching chunks score higher (boosts stage)")
+    value_type: Literal["int", "float", "str"] = Field("str", description="how the captured text is read")
+    weight: float = Field(0.1, description="boost added to a matching chunk's normalised score")
+    strip: bool = Field(False, description="remove the matched words from the text retrievers see")
+
+
+class OperatorRule(Section):
+    """``name:value`` in a query becomes a filter on ``field``."""
+
+    field: str = Field(description="metadata field filtered on")
+    op: Literal["$eq", "$gt", "$gte", "$lt", "$lte", "source"] = Field(
+        "$eq", description="comparison; source: the value names a file (path suffix or glob)"
+    )
+    value_type: Literal["str", "int", "date"] = Field("str", description="date: YYYY, YYYY-MM or YYYY-MM-DD")
+
+
+class UnderstandConfig(Section):
+    enabled: bool = Field(True, description="turn operators, quoted phrases and rules in the query into the plan")
+    rules: list[MatchRule] = Field(
+        default_factory=lambda: [MatchRule(pattern=r"\bphase\s+(\d+)\b", field="phase", value_type="int")],
+        description="pattern rules; the default boosts chunks whose phase matches 'phase N'",
+    )
+    operators: dict[str, OperatorRule] = Field(
+        default_factory=lambda: {
+            "source": OperatorRule(field="source", op="source"),
+            "tag": OperatorRule(field="tags"),
+            "after": OperatorRule(field="date", op="$gte", value_type="date"),
+            "before": OperatorRule(field="date", op="$lt", value_type="date"),
+        },
+        description="name:value operators and the filter each becomes",
+    )
+    phrases: bool = Field(True, description='"quoted phrase" must appear in every hit')
+    identifier_alpha: float | None = Field(
+        0.5, ge=0.0, le=1.0,
+        description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
+        "error codes); None = leave it",
+    )
+    identifier_patterns: list[str] = Field(
+        default_factory=lambda: [
+            r"^\S*[a-z0-9]_[a-z0-9]\S*$", r"^\S*[a-z][A-Z]\S*$", r"^[A-Z][A-Z0-9]*[-_]?\d{2,}$",
+            r"^\S+\.\S+\(\)?$", r"^[A-Z][A-Z0-9_]{3,}$",
+        ],
+        description="regexes; a query whose every word matches one of them is an identifier",
+    )
+
+
+class CacheConfig(Section):
+    size: int = Field(256, ge=0, description="recent search results kept (0 disables the result cache)")
+    embeddings: int = Field(1024, ge=0, description="recent query embeddings kept (0 disables)")
 
 
 class SearchConfig(Section):
@@ -151,6 +253,12 @@ class SearchConfig(Section):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    fallback: Literal["grep", "none"] = Field(
+        "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
+        "stored chunk texts (hits marked retrieval=grep), or none (raise / return nothing)"
+    )
+    understand: UnderstandConfig = Field(default_factory=UnderstandConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
 
     @model_validator(mode="after")
     def _k_range(self) -> SearchConfig:
@@ -168,12 +276,15 @@ class LLMConfig(Section):
         "llamacpp", description="text generator: llamacpp (local GGUF, offline), ollama, openai, cohere"
     )
     model: str | None = Field(
-        None, description="model name, or a .gguf path for llamacpp; None = the provider's default "
-        "(llamacpp: the packaged SmolLM2-135M-Instruct)"
+        None, description="model name; for llamacpp a .gguf path or qwen2.5-coder-0.5b | qwen2.5-coder-1.5b | "
+        "smollm2 (tests only); None = the provider's default (llamacpp: qwen2.5-coder-0.5b, scripts/setup.sh --llm)"
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature; 0 = most likely tokens")
     max_tokens: int = Field(512, ge=1, description="longest answer generated, in tokens")
-    threads: int = Field(0, ge=0, description="CPU threads for local models; 0 = all cores")
+    threads: int = Field(
+        1, ge=0, description="CPU threads of a local model; 0 = all cores. 1 by measurement: on a loaded 2-core "
+        "machine 2 threads generated ~8x slower (benchmarks/llm_speed.py)"
+    )
     context_size: int = Field(4096, ge=256, description="context window of a local model, in tokens")
     seed: int = Field(0, description="random seed of a local model, so answers repeat")
     base_url: BaseUrl = None
@@ -181,6 +292,61 @@ class LLMConfig(Section):
     timeout: Timeout = 120.0
     max_retries: MaxRetries = 4
     retry_base_delay: RetryBaseDelay = 0.5
+
+
+class McpConfig(Section):
+    ingest: bool = Field(False, description="offer the ingest tool to MCP clients (paths must be inside server.allowed_roots)")
+
+
+class ServerConfig(Section):
+    host: str = Field("127.0.0.1", description="address `ragloom serve` listens on; 0.0.0.0 exposes it to the network")
+    port: int = Field(8000, ge=1, le=65535, description="port `ragloom serve` listens on")
+    api_key: str | None = Field(
+        None, description="key that writes (ingest, delete) must send; None = the RAGLOOM_API_KEY environment "
+        "variable; with neither, writes are refused",
+    )
+    require_key_for_reads: bool = Field(False, description="ask for the API key on searches and listings too")
+    allowed_roots: list[str] = Field(
+        default_factory=list, description="folders whose files POST /v1/ingest and the MCP ingest tool may read by path; "
+        "empty = ingest by path is refused (uploads still work)",
+    )
+    upload_dir: str | None = Field(None, description="where uploaded files are kept; None = <index>/uploads")
+    max_upload_bytes: int = Field(50_000_000, ge=1, description="largest uploaded file")
+    max_body_bytes: int = Field(100_000_000, ge=1, description="largest request body")
+    max_query_chars: int = Field(2000, ge=1, description="longest query accepted")
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS; empty = CORS off")
+    search_threads: int = Field(4, ge=1, description="searches served at once, each with its own store connection")
+    mcp: McpConfig = Field(default_factory=McpConfig)
+
+
+class WatchConfig(Section):
+    debounce_ms: int = Field(1600, ge=1, description="changes arriving within this window are ingested together")
+
+
+class AnswerConfig(Section):
+    strategy: str = Field(
+        "auto", description="auto | extractive | standard | attributed | cove; auto = attributed when an LLM "
+        "is available, else extractive (no LLM)"
+    )
+    k: int = Field(5, ge=1, description="passages retrieved for an answer")
+    budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")
+    mode: str | None = Field(None, description="search preset used to retrieve for answers; None = search's own")
+    extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
+    unanswerable_below: float = Field(
+        0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
+        "answer is 'The sources do not say.' without asking the LLM"
+    )
+    support_threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="attributed: support score below which a sentence is flagged unsupported"
+    )
+    support_checker: Literal["cross-encoder", "embedding", "overlap"] = Field(
+        "cross-encoder", description="how a sentence-passage pair is checked for support"
+    )
+    verification_questions: int = Field(3, ge=1, le=10, description="cove: verification questions asked")
+    prompts: dict[str, str] = Field(
+        default_factory=dict, description="override packaged prompt templates by name (system, standard, "
+        "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite)"
+    )
 
 
 class GraphConfig(Section):
@@ -228,6 +394,9 @@ class Config(Section):
     store: StoreConfig = Field(default_factory=StoreConfig)
     search: SearchConfig = Field(default_factory=SearchConfig)
     audit: AuditConfig = Field(default_factory=AuditConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     raptor: RaptorConfig = Field(default_factory=RaptorConfig)
 
@@ -246,17 +415,18 @@ class Config(Section):
         if file is not None and not path.exists():
             raise ConfigError(f"config file {path} does not exist; create one with `ragloom init`")
         if path.exists():
-            data = _read_yaml(path)
+            data = expand_shorthands(_read_yaml(path))
             where = str(path)
             check_keys(cls, data, where)
-        env_data = env_overrides(os.environ if env is None else env)
+        env_data = expand_shorthands(env_overrides(os.environ if env is None else env))
         check_keys(cls, env_data, "the environment (RAGLOOM_*)")
-        merged = deep_merge(deep_merge(data, env_data), overrides or {})
+        merged = deep_merge(deep_merge(data, env_data), expand_shorthands(overrides or {}))
         check_keys(cls, merged, "the overrides")
         return cls.from_dict(merged, where)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> Config:
+        data = expand_shorthands(data)
         check_keys(cls, data, where)
         try:
             return cls.model_validate(data)
@@ -276,14 +446,40 @@ def parse_model_spec(spec: str) -> tuple[str, str | None]:
     return provider, model or None
 
 
+def expand_shorthands(data: Any) -> Any:
+    """``store: chroma`` means ``store: {backend: chroma}``."""
+    if isinstance(data, dict) and isinstance(data.get("store"), str):
+        return {**data, "store": {"backend": data["store"]}}
+    return data
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder, not a config file; pass a YAML file such as {path / CONFIG_FILENAME}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text (byte {exc.start} is {exc.object[exc.start:exc.start + 1]!r}); "
+            "save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+        raise ConfigError(_yaml_problem(path, exc)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping of settings, not {type(data).__name__}")
     return data
+
+
+def _yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
+    """One line: ``file:line:column: what is wrong``."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    detail = f"{problem} ({context})" if context else problem
+    return f"{where}: invalid YAML: {' '.join(str(detail).split())}"
 
 
 def check_keys(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> None:
@@ -306,7 +502,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name in _NON_CONFIG_ENV:
+        if not name.startswith(ENV_PREFIX) or name in NON_CONFIG_ENV:
             continue
         path = name[len(ENV_PREFIX):].lower().split("__")
         node = out
@@ -319,8 +515,13 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
     return out
 
 
-# Environment variables that ragloom reads for other purposes than config.
-_NON_CONFIG_ENV = frozenset({"RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL"})
+# Environment variables that ragloom (or its setup and demo scripts) reads for other purposes
+# than config; tests/integration/test_hardening_io.py checks that every RAGLOOM_* name the
+# project mentions is either here or a setting.
+NON_CONFIG_ENV = frozenset({
+    "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
+    "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
+})
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -360,7 +561,9 @@ def _emit(model: BaseModel, lines: list[str], indent: int) -> None:
             if indent == 0:
                 lines.append("")
             continue
-        rendered = yaml.safe_dump(value, default_flow_style=True).strip()
+        if isinstance(value, (list, dict)):  # may hold models (search.understand.rules)
+            value = model.model_dump(mode="json", include={name})[name]
+        rendered = yaml.safe_dump(value, default_flow_style=True, width=10_000).strip()
         if rendered.endswith("\n..."):
             rendered = rendered[: -len("\n...")]
         rendered = rendered.removesuffix("\n...").strip()

@@ -68,9 +68,9 @@ class UnsupportedFormatError(LoaderError, ValueError):
 
 
 class SourceNotFoundError(LoaderError, FileNotFoundError):
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, message: str | None = None) -> None:
         self.path = path
-        super().__init__(f"{path}: no such file or directory; check the path and try again")
+        super().__init__(message or f"{path}: no such file or directory; check the path and try again")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -108,6 +108,10 @@ class ModelNotFoundError(ProviderError, LookupError):
     """The provider does not have the requested model."""
 
 
+class ModelInstallError(RagloomError):
+    """A packaged model could not be fetched, assembled or verified (``ragloom models install``)."""
+
+
 class StoreError(RagloomError):
     """The store could not be read or written."""
 
@@ -119,8 +123,23 @@ class IndexNotFoundError(StoreError, FileNotFoundError):
         return str(self.args[0])
 
 
+class IndexDamagedError(StoreError):
+    """The index database cannot be read: the file is damaged or is not an index at all."""
+
+
+class IndexReadOnlyError(StoreError, PermissionError):
+    """A write was asked of an index opened read-only (no write permission)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class IndexLockedError(StoreError):
     """Another process is writing to this index."""
+
+
+class UsageError(RagloomError, ValueError):
+    """A command or call was given an argument it cannot act on (an empty path, a negative count)."""
 
 
 class QueryError(RagloomError, ValueError):

@@ -22,6 +22,7 @@ from .errors import FilterError
 
 OPERATORS = ("$eq", "$ne", "$in", "$lt", "$lte", "$gt", "$gte")
 _CLI_PATTERN = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(<=|>=|!=|=|<|>|~)\s*(.*?)\s*$")
+_OPERATOR_CHARS = "<>=!~"
 _CLI_OPS = {"=": "$eq", "!=": "$ne", "<": "$lt", "<=": "$lte", ">": "$gt", ">=": "$gte", "~": "$in"}
 
 
@@ -77,6 +78,11 @@ def parse_cli_filters(expressions: Iterable[str]) -> dict[str, Any]:
                 "key<=value, key>value, key>=value or key~a,b,c"
             )
         key, symbol, raw = match.groups()
+        if raw[:1] in _OPERATOR_CHARS:  # "page>>2", "kind==x": a mistyped operator, not a value
+            raise FilterError(
+                f"cannot read filter {expression!r}: {symbol + raw[:1]!r} is not an operator; use one of "
+                f"{', '.join(_CLI_OPS)} (quote a value that starts with one of {_OPERATOR_CHARS!r})"
+            )
         op = _CLI_OPS[symbol]
         value: Any = [_scalar(part) for part in raw.split(",")] if op == "$in" else _scalar(raw)
         where.setdefault(key, {})[op] = value

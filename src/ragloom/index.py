@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import os
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .config import Config
+from .context import Context
 from .embed.base import Embedder, create_embedder
 from .errors import (
     IndexNotFoundError,
@@ -25,15 +26,24 @@ from .errors import (
     RagloomWarning,
     SourceNotFoundError,
     UnsupportedFormatError,
+    UsageError,
 )
 from .filters import parse_where
 from .ingest.chunkers.base import Chunker, create_chunker
+from .ingest.enrich import enrich_chunks, enrichment_policy
+from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
-from .retrieve.base import QueryPlan, SearchContext, SearchResult
+from .ingest.pipeline import WriteBehind, read_ahead
+from . import registry
+from .audit import AuditEvent, ChainReport
+from .retrieve.base import QueryPlan, SearchContext, SearchResult, StageTrace
+from .retrieve.cache import LRUCache, result_key
+from .retrieve.understand import understand
 from .retrieve.pipeline import Pipeline, build_pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
-from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock
-from .types import Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+from .tracing import set_attributes, span
+from .stores.base import AuditEntry, Store, create_store, exclusive_write_lock, store_exists
+from .types import Answer, Chunk, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 #: Chunks gathered from several files before they are embedded together.
 _EMBED_BATCH_CHUNKS = 256
@@ -79,6 +89,9 @@ class Index:
         self._pipelines: dict[str, Pipeline] = {}
         #: Models and clients that pipeline steps load once per index (cross-encoders, LLMs, ...).
         self._components: dict[str, Any] = {}
+        self._warned_read_only = False
+        self._results: LRUCache[SearchResult] = LRUCache(config.search.cache.size)
+        self._embeddings: LRUCache[np.ndarray] = LRUCache(config.search.cache.embeddings)
 
     @classmethod
     def open(
@@ -88,21 +101,29 @@ class Index:
         *,
         create: bool = True,
         embedder: Embedder | None = None,
+        read_only: bool | None = None,
     ) -> Index:
         """Open the index at ``path`` (default: the config's ``index``), creating it if new.
 
-        With ``create=False`` a missing index is an error instead. ``embedder`` passes
-        a ready embedder instance (it must match the one the index was built with).
+        With ``create=False`` a missing index is an error instead (a folder that holds no
+        index is not turned into one). ``read_only=True`` opens it without writing anything
+        (searches are then not written to the audit log); the default, None, opens
+        read-only exactly when ``create=False`` and this user may not write the index.
+        ``embedder`` passes a ready embedder instance (it must match the one the index
+        was built with).
         """
         config = config or Config()
         folder = Path(path if path is not None else config.index).expanduser()
         if folder.exists() and not folder.is_dir():
             raise RagloomError(f"{folder} is a file, not an index directory; pick another --index path")
-        if not create and not folder.exists():
+        if not create and not store_exists(folder, config):
+            what = "no index" if not folder.exists() else f"no ragloom index (of the {config.store.backend} store)"
             raise IndexNotFoundError(
-                f"there is no index at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
+                f"there is {what} at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
             )
-        store = create_store(folder, config)
+        if read_only is None:
+            read_only = not create and not _writable(folder)
+        store = create_store(folder, config, read_only=read_only)
         try:
             return cls(folder, config, store, embedder)
         except BaseException:
@@ -186,26 +207,37 @@ class Index:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         plan, folders = self._plan(paths, glob, report)
-        with exclusive_write_lock(self.path):
+        with exclusive_write_lock(self.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
             seen: set[str] = set()
             pending: list[_Pending] = []
-            for file in plan:
-                source = str(file.resolve())
-                seen.add(source)
-                item = self._prepare(file, source, report)
-                status = "unchanged" if item is None else "read"
-                if item is not None:
-                    pending.append(item)
-                    if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
-                        self._write(pending, report, progress)
-                        pending = []
-                progress.file_done(source, status)
-            self._write(pending, report, progress)
+            known = {record.path: record for record in self.store.list_sources()}
+            self.embedder  # noqa: B018 - created here, not first in the read-ahead thread
+
+            def prepare(file: Path) -> tuple[str, _Pending | None]:
+                source = source_id(file)
+                return source, self._prepare(file, source, report, known)
+
+            # Files are read and chunked ahead, and sources written behind, while this thread embeds.
+            with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
+                for source, item in read_ahead(plan, prepare):
+                    seen.add(source)
+                    if item is not None:
+                        pending.append(item)
+                        if sum(len(p.chunks) for p in pending) >= _EMBED_BATCH_CHUNKS:
+                            writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+                            pending = []
+                    progress.file_done(source, "unchanged" if item is None else "read")
+                if pending:
+                    writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+            # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
+            kept = [failure.path for failure in report.failed]
             for folder in folders:
                 for record in self.store.list_sources():
-                    if _is_under(record.path, folder) and record.path not in seen:
+                    if _is_under(record.path, folder) and record.path not in seen and not any(
+                        record.path == path or _is_under(record.path, path) for path in kept
+                    ):
                         self.store.delete_source(record.path)
                         report.removed.append(record.path)
             self.store.flush()
@@ -213,18 +245,44 @@ class Index:
         report.seconds = time.perf_counter() - started
         return report
 
+    @contextmanager
+    def _audited_ingest(
+        self, paths: Sequence[str | Path], glob: Sequence[str] | None, report: IngestReport
+    ) -> Iterator[None]:
+        """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
+        parameters = {
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "glob": list(glob or self.config.ingest.glob), "exclude": list(self.config.ingest.exclude),
+            "chunking": self.config.chunking.model_dump(mode="json"), "embedder": self.embedder.model_id,
+        }
+        with self.store.audited("ingest", parameters) as summary:
+            yield
+            summary.update(report.summary(), failed_files=[f.path for f in report.failed])
+
     def _plan(
         self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport
     ) -> tuple[list[Path], list[str]]:
         files: list[Path] = []
         folders: list[str] = []
+        settings = self.config.ingest
+
+        def failed(where: str, why: str) -> None:
+            report.failed.append(FileFailure(where, why))
+
+        def skipped(where: str, why: str) -> None:
+            report.warnings.append(f"{where}: {why}")
+
         for raw in paths:
             path = Path(raw).expanduser()
-            if not path.exists():
+            if not path.exists() and not path.is_symlink():
                 raise SourceNotFoundError(str(raw))
+            if name_problem(path) is not None:
+                failed(display_name(path), str(name_problem(path)))
+                continue
             if path.is_dir():
                 folders.append(str(path.resolve()))
-                for file in walk(path, glob or self.config.ingest.glob, self.config.ingest.exclude):
+                found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+                for file in found:
                     if is_supported(file):
                         files.append(file)
                     else:
@@ -235,40 +293,47 @@ class Index:
                 raise UnsupportedFormatError(str(raw), supported_extensions())
         return list(dict.fromkeys(files)), folders
 
-    def _prepare(self, file: Path, source: str, report: IngestReport) -> _Pending | None:
-        """Load and chunk a file, or None when it is unchanged since the last ingest."""
+    def _prepare(
+        self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+    ) -> _Pending | None:
+        """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
+        the sources registry read beforehand, so that this can run beside the store's writer)."""
         try:
-            data = file.read_bytes()
-            stat = file.stat()
-        except OSError as exc:
-            report.failed.append(FileFailure(source, f"cannot read: {exc.strerror or exc}"))
+            content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000))
+        except FileRejected as exc:
+            report.failed.append(FileFailure(source, str(exc)))
             return None
-        digest = hashlib.sha256(data).hexdigest()
-        existing = self.store.get_source(source)
+        digest = hashlib.sha256(content.data).hexdigest()
+        mtime, size = content.mtime, content.size
+        del content  # the loader reads the file itself; do not hold a second copy meanwhile
+        existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
-        policy = chunker.policy
+        policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
+        enrich = self.config.ingest.enrich
         try:
             result = load_file(file, source)
+            chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None
+        except RagloomError:  # a setting or a service, not this file: stop
+            raise
+        except Exception as exc:  # a library or plugin failing on one file must not lose the others
+            report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
+            return None
         report.warnings.extend(result.warnings)
-        chunks = [chunk for document in result.documents for chunk in chunker.chunk(document)]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
-            path=source, content_hash=digest, mtime=stat.st_mtime, size=stat.st_size,
+            path=source, content_hash=digest, mtime=mtime, size=size,
             chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 
-    def _write(self, pending: list[_Pending], report: IngestReport, progress: IngestProgress) -> None:
-        if not pending:
-            return
-        chunks = [c for item in pending for c in item.chunks]
-        vectors = self._vectors_for(chunks, report, progress)
+    def _store_batch(self, pending: list[_Pending], vectors: np.ndarray, report: IngestReport) -> None:
+        """Write each source of an embedded batch in its own transaction."""
         offset = 0
         for item in pending:
             count = len(item.chunks)
@@ -319,17 +384,31 @@ class Index:
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
-        target = str(Path(path).expanduser().resolve())
         with exclusive_write_lock(self.path):
-            removed = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
-            if not removed:
-                raise SourceNotFoundError(f"{path} is not in the index (see `ragloom status --sources`)")
-            for source in removed:
-                self.store.delete_source(source)
-            self.store.flush()
+            removed = self.sources_under(path)
+            with self.store.audited("remove", {"path": source_id(path)}) as summary:
+                for source in removed:
+                    self.store.delete_source(source)
+                self.store.flush()
+                summary["removed"] = len(removed)
             for note in self._sync_structures():
                 warnings.warn(note, RagloomWarning, stacklevel=2)
         return removed
+
+    def sources_under(self, path: str | Path) -> list[str]:
+        """The indexed sources that ``path`` names: one file, or every file under a folder."""
+        if not str(path).strip():
+            raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
+        target = source_id(path)
+        matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+        if not matched:
+            raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
+        return matched
+
+    def optimize(self) -> dict[str, object]:
+        """Rebuild the store's derived indexes (the approximate vector index is retrained)."""
+        with exclusive_write_lock(self.path):
+            return self.store.optimize()
 
     # -- search -----------------------------------------------------------------------------------
     def search(
@@ -359,27 +438,92 @@ class Index:
     ) -> SearchResult:
         """Like ``search``, with the plan and a per-step trace (what ``--explain`` shows)."""
         started = time.perf_counter()
-        settings = self.config.search
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
-        plan = QueryPlan(
-            text=query, original=query, k=self.clamp_k(k), conditions=tuple(parse_where(where)),
-            where=dict(where or {}), min_score=settings.min_score if min_score is None else min_score,
-            preset=pipeline.name,
-        )
-        if self.store.count() == 0:
-            warnings.warn(
-                f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
-                RagloomWarning, stacklevel=2,
-            )
-            result = SearchResult([], plan)
-        else:
-            result = pipeline.run(plan, self.search_context())
+        plan = self._plan_query(query, self.clamp_k(k), where, min_score, pipeline.name)
+        with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
+            if self.store.count() == 0:
+                warnings.warn(
+                    f"the index at {self.path} is empty; add documents with `ragloom ingest PATH`",
+                    RagloomWarning, stacklevel=2,
+                )
+                result = SearchResult([], plan)
+            else:
+                result = self._cached_run(pipeline, plan)
+            set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.config.audit.enabled:
             self._audit(result, k, pipeline)
         return result
+
+    def _plan_query(
+        self, query: str, k: int, where: Mapping[str, Any] | None, min_score: float | None, preset: str
+    ) -> QueryPlan:
+        """The plan: the caller's settings plus what query understanding found in the text."""
+        settings = self.config.search
+        understood = understand(query, settings.understand, lambda: [r.path for r in self.store.list_sources()])
+        merged: dict[str, Any] = dict(where or {})
+        for key, spec in understood.where.items():  # for the audit log and the cache key
+            merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
+        return QueryPlan(
+            text=understood.text, original=query, k=k,
+            conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
+            phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
+            min_score=settings.min_score if min_score is None else min_score, preset=preset,
+        )
+
+    def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
+        """The pipeline's result, from the query cache when the same search ran since the last write."""
+        generation = self.store.generation()
+        fallback = None if self.config.search.fallback == "none" else \
+            registry.resolve("retriever", self.config.search.fallback)()
+        if generation is None or self._results.capacity <= 0:
+            return pipeline.run(plan, self.search_context(), fallback)
+        began = time.perf_counter()
+        key = result_key(
+            plan.original, generation, k=plan.k, where=plan.where, min_score=plan.min_score, steps=pipeline.steps,
+            preset=pipeline.name, search=self.config.search.model_dump(mode="json", exclude={"cache"}),
+        )
+        cached = self._results.get(key)
+        if cached is not None:
+            step = StageTrace("cache", (time.perf_counter() - began) * 1000, len(cached.hits), len(cached.hits),
+                              {h.chunk_id: h.score for h in cached.hits}, "hit")
+            return SearchResult(list(cached.hits), cached.plan, [step, *cached.trace],
+                                cache={"hit": True, **self._results.stats().to_dict()})
+        result = pipeline.run(plan, self.search_context(), fallback)
+        if not any(step.note.startswith("fallback") for step in result.trace):  # retry the real search next time
+            self._results.put(key, result)
+        result.cache = {"hit": False, **self._results.stats().to_dict()}
+        return result
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Hits, misses and size of this process's query-result and query-embedding caches."""
+        return {"results": self._results.stats().to_dict(), "embeddings": self._embeddings.stats().to_dict()}
+
+    def _query_vector(self, text: str) -> np.ndarray:
+        return self._embeddings.get_or_compute(text, lambda: self.embedder.embed_query(text))
+
+    # -- answers ------------------------------------------------------------------------------------
+    def context(self, question: str, *, budget: int | None = None, k: int | None = None,
+                where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
+        """The numbered, token-budgeted context an LLM would get for ``question``."""
+        from .generate.answering import context_for
+
+        return context_for(self, question, budget=budget, k=k, where=where, mode=mode)
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        """Answer ``question`` from the index, citing passages. Options: strategy (auto, extractive,
+        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``)."""
+        from .generate.answering import ask
+
+        return ask(self, question, **options)
+
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like ``ask``, yielding the answer's text in pieces as it is generated, then the Answer."""
+        from .generate.answering import ask_stream
+
+        return ask_stream(self, question, **options)
 
     def pipeline(self, mode: str | None = None) -> Pipeline:
         """The search pipeline for a preset name (None: the configured pipeline), built once."""
@@ -394,7 +538,7 @@ class Index:
 
     def search_context(self) -> SearchContext:
         """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
-        return SearchContext(self.store, lambda: self.embedder, self.config, self._components)
+        return SearchContext(self.store, lambda: self.embedder, self.config, self._components, self._query_vector)
 
     def clamp_k(self, k: int | None) -> int:
         settings = self.config.search
@@ -418,6 +562,14 @@ class Index:
         }
         if plan.text != plan.original:
             parameters["query_text"] = plan.text
+        if self.store.read_only:
+            if not self._warned_read_only:
+                warnings.warn(
+                    f"the index at {self.path} is open read-only; searches are not written to its audit log",
+                    RagloomWarning, stacklevel=3,
+                )
+                self._warned_read_only = True
+            return
         info = self.store.embedder_info() or {}
         self.store.log_search(AuditEntry(
             query=plan.original, mode=pipeline.name, k=plan.k, filters=dict(plan.where), parameters=parameters,
@@ -440,7 +592,27 @@ class Index:
         return self.store.list_sources()
 
     def audit(self, last: int = 10) -> list[AuditEntry]:
-        return self.store.recent_searches(last)
+        return self.store.recent_searches(_audit_limit(last))
+
+    def audit_events(
+        self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        """The newest entries of the audit log (searches and writes), newest first."""
+        return self.store.audit_events(_audit_limit(last), kinds, exclude)
+
+    def verify_audit(self) -> ChainReport:
+        """Check the audit log's hash chain; the report names the first broken entry."""
+        return self.store.verify_audit()
+
+
+def _audit_limit(last: int) -> int:
+    if last < 1:
+        raise UsageError(f"last={last}: ask for at least one audit entry")
+    return min(last, 2**62)  # SQLite integers are 64-bit
+
+
+def _chunks_of(pending: Sequence[_Pending]) -> list[Chunk]:
+    return [chunk for item in pending for chunk in item.chunks]
 
 
 def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: Path) -> None:
@@ -457,24 +629,27 @@ def check_same_embedder(recorded: Mapping[str, Any], embedder: Embedder, path: P
         )
 
 
-def walk(folder: Path, patterns: Sequence[str], exclude: Sequence[str]) -> Iterator[Path]:
-    """Files under ``folder`` matching any pattern and no exclusion, in sorted order."""
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            relative = path.relative_to(folder).as_posix()
-            if any(_glob_match(relative, p) for p in exclude):
-                continue
-            if any(_glob_match(relative, p) for p in patterns):
-                yield path
+def set_aside_index(folder: str | Path) -> Path | None:
+    """Move a (damaged) index folder aside, to ``<folder>.damaged-<time>``, so the next ingest
+    builds it anew; return where it went, or None when there was nothing there.
+
+    A Chroma or Qdrant *server* collection is not touched: only the local files move.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        return None
+    target = folder.with_name(f"{folder.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    with exclusive_write_lock(folder):
+        folder.rename(target)
+    return target
 
 
-def _glob_match(relative: str, pattern: str) -> bool:
-    if fnmatch.fnmatch(relative, pattern):
-        return True
-    # "**/" may match zero folders: "**/*.md" also matches "top.md".
-    return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])
+def _writable(folder: Path) -> bool:
+    """Whether this user may write the index folder and the files in it."""
+    if not os.access(folder, os.W_OK):
+        return False
+    catalogs = [*folder.glob("ragloom.sqlite"), *folder.glob("*/ragloom.sqlite")]
+    return all(os.access(entry, os.W_OK) and os.access(entry.parent, os.W_OK) for entry in catalogs)
 
 
 def _is_under(path: str, folder: str) -> bool:

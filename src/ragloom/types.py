@@ -188,3 +188,98 @@ class IndexStats:
     store: str
     disk_bytes: int
     chunking_policy: str = ""
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered passage an answer cites: ``[number]`` in the text points here."""
+
+    number: int
+    chunk_id: str
+    source: str
+    text: str
+    score: float = 0.0
+    section: str = ""
+    page: int | None = None
+    #: The retrieved passage behind it (None when rebuilt from JSON).
+    hit: Hit | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_hit(cls, number: int, hit: Hit, text: str | None = None) -> Citation:
+        return cls(number, hit.chunk_id, hit.source, hit.text if text is None else text, hit.score,
+                   hit.section, hit.page, hit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"number": self.number, "chunk_id": self.chunk_id, "source": self.source, "text": self.text,
+                "score": self.score, "section": self.section, "page": self.page}
+
+
+@dataclass
+class AnswerSentence:
+    """One sentence of an answer, the passages it cites, and whether they support it."""
+
+    text: str
+    citations: list[int] = field(default_factory=list)
+    #: None: not checked; True/False: the support check's verdict.
+    supported: bool | None = None
+    #: The best support score among its cited passages (the checker's scale).
+    support: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "citations": self.citations, "supported": self.supported,
+                "support": None if self.support is None else round(self.support, 4)}
+
+
+@dataclass
+class AnswerStep:
+    """One step of answering (retrieve, draft, verify, revise, validate...), for the trace."""
+
+    name: str
+    ms: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ms": round(self.ms, 3), **self.detail}
+
+
+@dataclass
+class Answer:
+    """A generated (or extracted) answer with validated citations.
+
+    ``citations`` holds only the passages the text cites, by number; ``context`` is the
+    numbered context the strategy was given (a ``ragloom.context.Context``).
+    """
+
+    question: str
+    text: str
+    strategy: str
+    citations: dict[int, Citation] = field(default_factory=dict)
+    sentences: list[AnswerSentence] = field(default_factory=list)
+    context: Any = None
+    model: str = ""
+    #: prompt, completion and context token counts (the LLM's, or the embedder's for extractive).
+    tokens: dict[str, int] = field(default_factory=dict)
+    trace: list[AnswerStep] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def unsupported(self) -> list[AnswerSentence]:
+        """Sentences the support check found no cited passage for."""
+        return [s for s in self.sentences if s.supported is False]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "text": self.text,
+            "strategy": self.strategy,
+            "model": self.model,
+            "citations": [c.to_dict() for _, c in sorted(self.citations.items())],
+            "sentences": [s.to_dict() for s in self.sentences],
+            "unsupported": [s.text for s in self.unsupported],
+            "tokens": dict(self.tokens),
+            "context": self.context.to_dict() if hasattr(self.context, "to_dict") else None,
+            "trace": [step.to_dict() for step in self.trace],
+            "warnings": list(self.warnings),
+            "seconds": round(self.seconds, 3),
+        }

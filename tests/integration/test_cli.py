@@ -56,7 +56,7 @@ def test_ingest_then_search_in_another_process(workdir):
     assert status["sources"] == summary["added"] and status["dimension"] == 384
     assert status["embedder"] == "onnx:bge-small-en-v1.5" and status["disk_bytes"] > 0
 
-    audit = json.loads(run("audit", "--last", "1", "--json", cwd=workdir).stdout)
+    audit = json.loads(run("audit", "--last", "1", "--kind", "search", "--json", cwd=workdir).stdout)
     assert audit[0]["query"] == "how do ROS 2 nodes communicate?" and len(audit[0]["hits"]) == 5
 
 

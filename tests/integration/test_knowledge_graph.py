@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -213,8 +214,9 @@ def test_cli_graph_status_and_export(tmp_path: Path, index: Index, python_bin: s
     import subprocess
 
     index.close()
+    wide = {**os.environ, "COLUMNS": "200"}  # status rows stay on one line each
     run = lambda *args: subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "index"), *args],
-                                       capture_output=True, text=True, timeout=120)
+                                       capture_output=True, text=True, timeout=120, env=wide)
     shown = run("graph", "bolsheviks")
     assert shown.returncode == 0, shown.stderr
     assert "Bolsheviks" in shown.stdout and "Petrograd" in shown.stdout and "kerensky.txt" in shown.stdout

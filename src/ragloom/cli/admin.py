@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from ..config import CONFIG_FILENAME, annotated_yaml
-from ..errors import RagloomError
+from ..audit import AuditEvent
+from ..errors import RagloomError, RagloomWarning
+from ..stores.embedded.catalog import search_from_event
 from .app import console, display_path, state
 
 
@@ -20,14 +24,15 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Show what the index holds: sources, chunks, embedding model, size on disk."""
-    with state(ctx).open_index() as index:
+    with state(ctx).open_index(read_only=True) as index:
         stats = index.stats()
         records = index.sources() if sources else []
+        cache = index.cache_stats()
         from ..knowledge.sync import status as knowledge_status
 
         knowledge = knowledge_status(index)
     if as_json:
-        console.print_json(json.dumps({**stats.__dict__, "source_list": [r.__dict__ for r in records],
+        console.print_json(json.dumps({**stats.__dict__, "cache": cache, "source_list": [r.__dict__ for r in records],
                                        **knowledge.to_dict()}))
         return
     table = Table(show_header=False, title=f"index {stats.path}", title_justify="left")
@@ -37,6 +42,9 @@ def status_command(
     table.add_row("store", stats.store)
     table.add_row("chunking", stats.chunking_policy or "-")
     table.add_row("size on disk", _size(stats.disk_bytes))
+    for name, c in cache.items():  # a long-lived process (server, notebook) fills these
+        table.add_row(f"query cache ({name})", f"{c['size']}/{c['capacity']} kept, {c['hits']} hits, {c['misses']} misses")
+
     from .knowledge import structure_rows
 
     for name, value in structure_rows(knowledge):
@@ -55,6 +63,10 @@ def init_command(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write an annotated ragloom.yaml with every setting and its default."""
+    if path.is_dir():
+        path = path / CONFIG_FILENAME
+    if not path.parent.is_dir():
+        raise RagloomError(f"cannot write {path}: the folder {path.parent} does not exist; create it first")
     if path.exists() and not force:
         raise RagloomError(f"{path} already exists; pass --force to overwrite it")
     path.write_text(annotated_yaml(), encoding="utf-8")
@@ -63,25 +75,61 @@ def init_command(
 
 def audit_command(
     ctx: typer.Context,
-    last: int = typer.Option(10, "--last", "-n", help="How many recent searches."),
+    last: int = typer.Option(10, "--last", "-n", min=1, help="How many recent entries."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    verify: bool = typer.Option(False, "--verify", help="Check the log's hash chain; name the first broken entry."),
+    kind: str = typer.Option("all", "--kind", help="all, search (searches only) or write (ingest, remove, migrate)."),
 ) -> None:
-    """List recent searches with their parameters and hits."""
-    with state(ctx).open_index() as index:
-        entries = index.audit(last)
+    """List recent searches and writes (ingest, remove, migrate) with their parameters."""
+    if kind not in ("all", "search", "write"):
+        raise RagloomError(f"--kind {kind!r}: use all, search or write")
+    selection = {"all": {}, "search": {"kinds": ["search"]}, "write": {"exclude": ["search"]}}[kind]
+    with state(ctx).open_index() as index:  # read-write when it may: searches logged by an older ragloom are chained
+        report = index.verify_audit()
+        entries = [] if verify else index.audit_events(last, **selection)
+    if verify:
+        if not report.ok:
+            raise RagloomError(report.describe())
+        console.print(report.describe(), highlight=False)
+        return
+    if not report.ok:
+        warnings.warn(f"{report.describe()}; the entries below may have been tampered with", RagloomWarning)
     if as_json:
-        console.print_json(json.dumps([e.__dict__ for e in entries], default=str))
+        console.print_json(json.dumps([_event_dict(e) for e in entries], default=str))
         return
     if not entries:
-        console.print("no searches recorded yet")
+        console.print("nothing recorded yet")
         return
-    for entry in entries:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at))
-        console.print(f"[bold]{when}[/]  {entry.mode}  k={entry.k}  {entry.elapsed_ms:.1f} ms  "
-                      f"filters={json.dumps(entry.filters)}  [cyan]{entry.query}[/]", highlight=False)
+    for event in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.created_at))
+        if event.kind != "search":
+            console.print(Text.assemble((when, "bold"), f"  #{event.seq}  {event.kind}  {_write_summary(event.entry)}"),
+                          highlight=False)
+            continue
+        entry = search_from_event(event)
+        console.print(Text.assemble((when, "bold"), f"  #{event.seq}  search  {entry.mode}  k={entry.k}  "
+                                    f"{entry.elapsed_ms:.1f} ms  filters={json.dumps(entry.filters)}  ",
+                                    (entry.query, "cyan")), highlight=False)
         for hit in entry.hits:
             console.print(f"    {hit['rank']:>3}  {hit['score']:.4f}  {display_path(hit['source'])}  {hit['chunk_id'][:12]}",
                           highlight=False)
+
+
+def _event_dict(event: AuditEvent) -> dict:
+    if event.kind == "search":
+        return {"kind": "search", "seq": event.seq, **search_from_event(event).__dict__}
+    return {"seq": event.seq, "hash": event.hash, **event.entry}
+
+
+def _write_summary(entry: dict) -> str:
+    if entry.get("model_id"):
+        return f"{entry['model_id']} ({entry.get('dimension')}-d)"
+    if "path" in entry:
+        count = f"  {entry['chunk_count']} chunks" if entry.get("chunk_count") is not None else ""
+        digest = f"  sha256 {str(entry.get('content_hash'))[:12]}" if entry.get("content_hash") else ""
+        return f"{display_path(entry['path'])}{digest}{count}"
+    details = entry.get("parameters") or entry.get("summary") or {k: v for k, v in entry.items() if k == "error"}
+    return json.dumps(details, default=str)
 
 
 def _size(n: int) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
+from rich.text import Text
 
 from ..config import Config
 from ..errors import UnknownComponentError
@@ -55,13 +56,29 @@ def eval_command(
         help="With --keywords: exit with status 1 when a run's top-1 accuracy is below this (e.g. 0.9).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    answers: bool = typer.Option(
+        False, "--answers", help="Score answers instead of rankings: EM, token F1, containment (and citation "
+        "precision/recall) against the dataset's answers.jsonl (_id, answers)."
+    ),
+    strategies: Optional[list[str]] = typer.Option(
+        None, "--strategy", "-s", help="With --answers: strategies to compare (repeatable; first-sentence is the "
+        "baseline). Default: first-sentence, extractive."
+    ),
+    limit: Optional[int] = typer.Option(None, "--limit", help="With --answers: a fixed subset of this many questions."),
 ) -> None:
     """Measure retrieval quality and speed; several configs or modes are compared side by side."""
     from ..eval.scratch import default_cache_dir
 
     specs = _specs(ctx, configs or [], modes or [])
     cache = cache_dir or default_cache_dir()
-    if keywords is not None:
+    if answers:
+        if dataset is None:
+            from ..eval.beir import DatasetError
+
+            raise DatasetError("give the dataset folder: ragloom eval DATASET_DIR --answers")
+        _answer_eval(specs[0], dataset, split, strategies or ["first-sentence", "extractive"], limit, k, out, cache,
+                     quiet)
+    elif keywords is not None:
         _keyword_eval(specs, keywords, dataset, k, out, cache, fail_under, quiet)
     elif dataset is None:
         from ..eval.beir import DatasetError
@@ -151,13 +168,35 @@ def _keyword_eval(specs: list[RunSpec], file: Path, folder: Optional[Path], k: O
         for failure in result.failures:
             where = f"passes at rank {failure.first_passing_rank}" if failure.first_passing_rank else "fails in top-k"
             lacks = ", ".join(failure.top1_unmet) or "no results"
-            console.print(f"[red]✗[/] [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}", highlight=False)
+            console.print(Text.assemble(("✗", "red"), f" [{result.name}] {failure.query!r}: top-1 lacks {lacks}; {where}"),
+                          highlight=False)
     out.mkdir(parents=True, exist_ok=True)
     report = out / f"keywords-{file.stem}.json"
     report.write_text(json.dumps([r.to_dict() for r in results], indent=2), encoding="utf-8")
     console.print(f"report: {display_path(str(report))}")
     if fail_under is not None and any(r.top1_accuracy < fail_under for r in results):
         raise typer.Exit(1)
+
+
+def _answer_eval(spec: RunSpec, dataset: Path, split: str, runs: list[str], limit: Optional[int], k: Optional[int],
+                 out: Path, cache: Path, quiet: bool) -> None:
+    from ..eval.answers import dump, evaluate_answers, load_answers, spread, table
+    from ..eval.beir import load_beir
+    from ..eval.scratch import open_scratch_index
+
+    data = load_beir(dataset, split)
+    golds = load_answers(Path(dataset) / "answers.jsonl")
+    questions = spread([q for q in data.queries if q in golds], limit)
+    with progress_bars(quiet) as bar:
+        index, _ = open_scratch_index(data.corpus_path, spec.config, cache, _RichProgress(bar), shard_corpus=True)
+        task = bar.add_task(f"answers ({len(runs)} runs)", total=len(questions) * len(runs))
+        with index:
+            results, recall = evaluate_answers(index, data, golds, runs, questions=questions, k=k or 5,
+                                               progress=lambda run, qid: bar.update(task, advance=1))
+    console.print(table(results, recall, k or 5), highlight=False, markup=False)
+    report = out / f"answers-{data.name}.json"
+    dump(results, recall, report)
+    console.print(f"report: {display_path(str(report))}")
 
 
 def _print_wide(table) -> None:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from ..errors import UsageError
 from ..index import IngestProgress
 from ..types import IngestReport
-from .app import console, display_path, err_console, state
+from .app import console, display_path, err_console, notice, state
 
 
 class _RichProgress(IngestProgress):
@@ -36,7 +38,7 @@ class _RichProgress(IngestProgress):
 
 def progress_bars(quiet: bool = False) -> Progress:
     """Transient progress bars on stderr (none when ``quiet``)."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     return Progress(*columns, console=err_console, transient=True, disable=quiet)
 
 
@@ -47,6 +49,9 @@ def ingest_command(
     chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown, semantic, agentic, proposition."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    rebuild: bool = typer.Option(
+        False, "--rebuild", help="Move the index aside (kept as INDEX.damaged-TIME) and build it anew from PATHS."
+    ),
     graph: bool = typer.Option(False, "--graph", help="Also build the entity graph (as graph.enabled: true)."),
     raptor: bool = typer.Option(False, "--raptor", help="Also build the RAPTOR summary tree (as raptor.enabled: true)."),
 ) -> None:
@@ -56,6 +61,12 @@ def ingest_command(
         overrides["graph"] = {"enabled": True}
     if raptor:
         overrides["raptor"] = {"enabled": True}
+    if rebuild:
+        from ..index import set_aside_index
+
+        moved = set_aside_index(state(ctx).config(**overrides).index)
+        if moved is not None:
+            err_console.print(f"moved the old index to {moved}", highlight=False, markup=False)
     with state(ctx).open_index(create=True, **overrides) as index:
         if quiet or as_json:
             report = index.ingest(paths, glob=glob)
@@ -73,9 +84,9 @@ def ingest_command(
 
 def print_report(report: IngestReport) -> None:
     for warning in report.warnings:
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        notice("warning:", "yellow", warning)
     for failure in report.failed:
-        err_console.print(f"[red]failed:[/] {display_path(failure.path)}: {failure.error}", highlight=False)
+        notice("failed:", "red", f"{display_path(failure.path)}: {failure.error}")
     table = Table(title="ingest summary", show_header=False, title_justify="left")
     summary = report.summary()
     for key in ("added", "updated", "unchanged", "removed", "failed", "skipped"):
@@ -86,15 +97,25 @@ def print_report(report: IngestReport) -> None:
     table.add_row("time", f"{report.seconds:.2f} s")
     console.print(table)
     if report.skipped:
-        console.print(f"[dim]skipped {len(report.skipped)} files of unsupported types[/]")
+        console.print(f"skipped {len(report.skipped)} files of unsupported types", style="dim")
 
 
 def remove_command(
     ctx: typer.Context,
     path: str = typer.Argument(..., help="A file, or a folder whose files are all removed."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Remove several sources without asking."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
 ) -> None:
     """Remove a source (or every source under a folder) and its chunks from the index."""
     with state(ctx).open_index() as index:
+        matched = index.sources_under(path)
+        if dry_run or (len(matched) > 1 and not yes):
+            for source in matched:
+                console.print(f"{'would remove' if dry_run else 'matches'} {display_path(source)}")
+            if dry_run:
+                return
+            if not (sys.stdin.isatty() and typer.confirm(f"remove these {len(matched)} sources?")):
+                raise UsageError(f"{path} matches {len(matched)} sources (listed above); pass --yes to remove them all")
         removed = index.remove(path)
     for source in removed:
         console.print(f"removed {display_path(source)}")

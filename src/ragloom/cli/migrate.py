@@ -12,7 +12,7 @@ import yaml
 from .. import registry
 from ..config import Config
 from ..errors import RagloomError
-from ..stores.base import create_store, exclusive_write_lock
+from ..stores.base import create_store, exclusive_write_lock, store_exists
 from .app import console, state
 
 
@@ -47,8 +47,8 @@ def migrate_command(
     target_config = _with_backend(config, to, options)
     source_dir = Path(from_index or config.index).expanduser()
     target_dir = Path(index_out or source_dir).expanduser()
-    if not source_dir.is_dir():
-        raise RagloomError(f"there is no index at {source_dir}; pass --from-index DIR")
+    if not store_exists(source_dir, _with_backend(config, origin_backend, {})):
+        raise RagloomError(f"there is no {origin_backend} index at {source_dir}; pass --from-index DIR (or --from BACKEND)")
     if origin_backend == to and source_dir.resolve() == target_dir.resolve() and not options:
         raise RagloomError(f"the index is already in the {to} store; pass --index-out DIR or backend options")
     origin_store = create_store(source_dir, _with_backend(config, origin_backend, {}))

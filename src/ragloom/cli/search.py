@@ -6,7 +6,9 @@ import json
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Hit
@@ -50,22 +52,26 @@ def search_command(
     console.print(hits_table(hits, full=full))
 
 
-def hits_table(hits: list[Hit], full: bool = False) -> Table:
-    table = Table(show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("source", overflow="fold")
-    table.add_column("where")
-    table.add_column("passage", ratio=1)
+def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) -> Table:
+    """Rank, score, where the passage is from, and the passage, readable from 80 columns up.
+
+    The source column holds the path with the section, page and chunk under it, and gets a
+    third of the width (at most 48 columns); the passage gets the rest and folds long words
+    instead of cropping them.
+    """
+    width = width or console.width
+    source_width = max(16, min(48, (width - 16) // 3))
+    table = Table(show_lines=True, box=box.SIMPLE_HEAD, expand=True, pad_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("source", width=source_width, overflow="fold")
+    table.add_column("passage", ratio=1, overflow="fold")
     for hit in hits:
-        where = []
-        if hit.section:
-            where.append(hit.section)
-        if hit.page is not None:
-            where.append(f"p. {hit.page}")
-        where.append(f"chunk {hit.chunk_index}")
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", display_path(hit.source), "\n".join(where),
-                      hit.text if full else snippet(hit.text))
+        where = [hit.section] if hit.section else []
+        where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
+        source = Text(display_path(hit.source))
+        source.append("\n" + "\n".join(where), style="dim")
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(hit.text if full else snippet(hit.text)))
     return table
 
 

@@ -32,6 +32,11 @@ class Embedder(ABC):
     batch_size: int = 32
     #: Batches embedded at once; HTTP providers raise it to overlap network round trips.
     concurrency: int = 1
+    #: Embed every text in a batch of its own. Set where a text's vector would otherwise depend
+    #: on the other texts in its batch: models that quantise activations per input tensor (INT8
+    #: ONNX exports do, see ``quantises_per_batch``). Then a vector is a function of the text and
+    #: the model only, so an ingest resumed after a crash reproduces a clean build.
+    one_text_per_batch: bool = False
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
@@ -72,7 +77,8 @@ class Embedder(ABC):
         out: np.ndarray | None = None
         # Sorting by length keeps each batch's padding small; results go back in input order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        size = 1 if self.one_text_per_batch else self.batch_size
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
         for rows, vectors in zip(batches, self._map_batches(texts, batches, kind)):
             vectors = np.asarray(vectors, dtype=np.float32)
             if out is None:  # allocated after the first batch, which tells HTTP embedders their dimension
@@ -103,6 +109,15 @@ class Embedder(ABC):
             yield from pool.map(lambda batch: self._embed_batch(batch, kind), jobs)
         finally:  # after a failed batch, do not wait for the rest to be sent
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def quantises_per_batch(model_file: Path) -> bool:
+    """Whether an ONNX model quantises activations dynamically (one scale per input tensor,
+    so per batch). The operator's name is stored verbatim in the model's protobuf."""
+    try:
+        return b"DynamicQuantizeLinear" in model_file.read_bytes()
+    except OSError:
+        return False
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..optional import require
+from .base import quantises_per_batch
 from .local import LocalEmbedder, load_model
 
 _CLS_POOLED = ("bge", "mxbai", "snowflake", "arctic")
@@ -33,6 +34,8 @@ class FastEmbedEmbedder(LocalEmbedder):
         if folder.is_dir():
             name = register_folder(fastembed.TextEmbedding, folder)
             kwargs["specific_model_path"] = str(folder)
+            # An INT8 export gives a text a batch-dependent vector: embed texts one at a time.
+            self.one_text_per_batch = any(quantises_per_batch(f) for f in folder.rglob("*.onnx"))
         self._model = load_model(self.provider, model, lambda: fastembed.TextEmbedding(name, **kwargs))
         self.dimension = int(self._model.embedding_size)
         tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)

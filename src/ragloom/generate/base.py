@@ -131,3 +131,40 @@ def create_llm(config: LLMConfig | None = None) -> LLM:
     config = config or LLMConfig()
     cls = registry.resolve("llm", config.provider)
     return cls.from_config(config)
+
+
+#: Local models are loaded once per process, whatever index asks (keyed by their settings).
+_SHARED: dict[str, LLM] = {}
+
+
+def shared_llm(config: LLMConfig) -> LLM:
+    """The LLM for these settings, built once per process (a local model takes seconds to load)."""
+    key = config.model_dump_json()
+    if key not in _SHARED:
+        _SHARED[key] = create_llm(config)
+    return _SHARED[key]
+
+
+def llm_unavailable(config: LLMConfig) -> str | None:
+    """Why the configured LLM cannot be used without installing something, or None when it can.
+
+    Only local models are checked (cheaply, without loading them); a server is found out
+    about when it is asked.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    if config.provider != "llamacpp":
+        return None
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (`scripts/setup.sh --llm` builds it, ~15 min)"
+    from ..models import DEFAULT_LOCAL_LLM, LOCAL_LLMS, SMOLLM2, local_llm_installed
+
+    name = config.model or DEFAULT_LOCAL_LLM
+    if name in LOCAL_LLMS or name == SMOLLM2:
+        if not local_llm_installed(name):
+            return f"the local model {name} is not installed (`scripts/setup.sh --llm` installs it)"
+        return None
+    if not Path(name).expanduser().is_file():
+        return f"llm.model is {name!r}, which is not a .gguf file"
+    return None

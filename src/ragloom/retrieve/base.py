@@ -91,6 +91,8 @@ class SearchResult:
     plan: QueryPlan
     trace: list[StageTrace] = field(default_factory=list)
     elapsed_ms: float = 0.0
+    #: The query cache's answer for this search: hit, and the cache's hits, misses, size, capacity.
+    cache: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class SearchResult:
                      "hints": dict(self.plan.hints), "notes": list(self.plan.notes), "preset": self.plan.preset},
             "trace": [step.to_dict() for step in self.trace],
             "elapsed_ms": round(self.elapsed_ms, 3),
+            "cache": self.cache,
         }
 
 
@@ -154,7 +157,8 @@ class SearchContext:
         chunks = {c.id: c for c in self.store.get_chunks([h.chunk_id for h in hits])}
         hashes = [chunks[h.chunk_id].content_hash for h in hits if h.chunk_id in chunks]
         found = self.store.cached_vectors(hashes)
-        dimension = self.embedder.dimension
+        # The stored vectors say their size; only a hit list without any asks the embedder.
+        dimension = len(next(iter(found.values()))) if found else self.embedder.dimension
         rows = np.zeros((len(hits), dimension), dtype=np.float32)
         for i, hit in enumerate(hits):
             chunk = chunks.get(hit.chunk_id)

@@ -14,6 +14,7 @@ misspelt option or a retriever placed after a stage fails before any query runs.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .. import registry
-from ..errors import ConfigError, UnknownComponentError
+from ..errors import ConfigError, EmbeddingError, ModelMismatchError, ProviderError, RagloomWarning, UnknownComponentError
+from ..tracing import set_attributes, span
 from ..types import Hit
 from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
 
@@ -33,6 +35,12 @@ PRESETS: dict[str, list[StepSpec]] = {
     "dense": [{"dense": {}}],
     "lexical": [{"lexical": {}}],
     "hybrid": [{"hybrid": {}}],
+    # Chosen by measurement on SciFact (benchmarks/pipeline.py, BENCHMARKS.md "The query pipeline").
+    # fast: today's hybrid. balanced: cheap levers only -- a cross-encoder over even 5 passages
+    # costs more than its 150 ms budget on 2 cores. precise: the cross-encoder over the top 20.
+    "fast": [{"hybrid": {}}],
+    "balanced": [{"hybrid": {}}, {"rollup": {}}, {"boosts": {}}],
+    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20}}, {"boosts": {}}],
 }
 
 
@@ -61,23 +69,64 @@ class Pipeline:
             need = max(need, stage.wants(need))
         return need
 
-    def run(self, plan: QueryPlan, context: SearchContext) -> SearchResult:
+    def run(self, plan: QueryPlan, context: SearchContext, fallback: Retriever | None = None) -> SearchResult:
+        """Retrieve, then each stage in turn. With a ``fallback`` retriever (grep), a failing
+        embedder or an empty result is answered by it, with a warning, instead of an error."""
         started = time.perf_counter()
-        depth = self.depth(plan.k)
+        depth = self.depth(plan.k) * (_PHRASE_FETCH if plan.phrases else 1)
         trace: list[StageTrace] = []
         began = time.perf_counter()
-        retrieved = self.retriever.retrieve(plan, context, depth)
-        hits = materialise(retrieved, depth, context)
+        with span(f"ragloom.retrieve.{self.retriever.name}", **{"ragloom.depth": depth}) as current:
+            try:
+                retrieved = self.retriever.retrieve(plan, context, depth)
+            except (EmbeddingError, ProviderError) as exc:
+                if fallback is None or isinstance(exc, ModelMismatchError):
+                    raise
+                return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
+            hits = keep_phrases(materialise(retrieved, depth, context), plan.phrases)
+            set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
         trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
         for stage in self.stages:
             began = time.perf_counter()
             n_in = len(hits)
-            hits = renumber(stage.process(plan, hits, context))
+            with span(f"ragloom.stage.{stage.name}", **{"ragloom.n_in": n_in}) as current:
+                hits = renumber(stage.process(plan, hits, context))
+                set_attributes(current, **{"ragloom.n_out": len(hits)})
             trace.append(_step(stage.name, began, n_in, hits))
         if plan.min_score is not None:
             hits = [hit for hit in hits if hit.score >= plan.min_score]
+        if not hits and fallback is not None and fallback.name != self.retriever.name:
+            reason = "nothing scored above min_score" if plan.min_score is not None else "nothing matched"
+            return _fall_back(plan, context, fallback, trace, started, reason)
         hits = renumber(hits[: plan.k])
         return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
+
+
+#: Candidates fetched per hit returned when quoted phrases must appear (most candidates lack them).
+_PHRASE_FETCH = 4
+
+
+def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
+    """The hits whose text contains every phrase (case and spacing ignored)."""
+    if not phrases:
+        return hits
+    wanted = [" ".join(p.split()).casefold() for p in phrases]
+    return [h for h in hits if all(p in " ".join(h.text.split()).casefold() for p in wanted)]
+
+
+def _fall_back(
+    plan: QueryPlan, context: SearchContext, fallback: Retriever, trace: list[StageTrace], started: float, reason: str
+) -> SearchResult:
+    """The fallback retriever's hits, marked ``retrieval: <name>`` and announced with a warning."""
+    warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
+                  stacklevel=4)
+    began = time.perf_counter()
+    with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
+        retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
+        hits = keep_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan.phrases)
+    hits = renumber([replace(h, metadata={**h.metadata, "retrieval": fallback.name}) for h in hits[: plan.k]])
+    trace.append(replace(_step(fallback.name, began, len(retrieved.candidates), hits), note=f"fallback: {reason}"))
+    return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
 
 
 def materialise(retrieved: Retrieved, depth: int, context: SearchContext) -> list[Hit]:

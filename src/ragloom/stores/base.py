@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import registry
+from ..audit import AuditEvent, ChainReport
 from ..config import Config
-from ..errors import IndexLockedError, StoreError
+from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
 from ..filters import Condition
 from ..types import Chunk, SourceRecord
 
@@ -62,11 +63,22 @@ class Store(ABC):
 
     #: Registry name, e.g. "embedded".
     name: str = ""
+    #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
+    read_only: bool = False
 
     @classmethod
     @abstractmethod
     def open(cls, path: Path, config: Config) -> Store:
-        """Open (creating if needed) the store for the index directory ``path``."""
+        """Open (creating if needed) the store for the index directory ``path``.
+
+        A store that can be opened read-only takes a keyword ``read_only=True``: then it
+        creates and writes nothing, and derived indexes it must rebuild stay in memory.
+        """
+
+    @classmethod
+    def exists(cls, path: Path, config: Config) -> bool:
+        """Whether ``path`` holds an index of this store (read-only commands never create one)."""
+        return path.is_dir()
 
     # -- identity ---------------------------------------------------------------------
     @abstractmethod
@@ -130,6 +142,16 @@ class Store(ABC):
             "give it an export_source(path) method to migrate from it"
         )
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        """Every chunk, in storage order (for the grep fallback)."""
+        raise StoreError(
+            f"the {self.name or type(self).__name__} store cannot list its chunks; give it an iter_chunks() method"
+        )
+
+    def generation(self) -> int | None:
+        """A number that changes with every write (the query cache's key); None when unknown."""
+        return None
+
     # -- audit --------------------------------------------------------------------------
     @abstractmethod
     def log_search(self, entry: AuditEntry) -> str:
@@ -138,9 +160,32 @@ class Store(ABC):
     @abstractmethod
     def recent_searches(self, limit: int) -> list[AuditEntry]: ...
 
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]:
+        """The newest ``limit`` entries of the audit log (searches and writes; of ``kinds``,
+        not of ``exclude``), newest first."""
+        return []
+
+    def verify_audit(self) -> ChainReport:
+        """Check the audit log's hash chain (see ``ragloom.audit``)."""
+        raise StoreError(f"the {self.name or type(self).__name__} store keeps no tamper-evident audit log")
+
+    @contextmanager
+    def audited(self, kind: str, parameters: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Record the writes made inside as one operation (ingest, remove, migrate) with its
+        parameters; the caller puts a summary in the yielded dict."""
+        yield {}
+
     # -- housekeeping -----------------------------------------------------------------
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Bring derived indexes up to date after a batch of writes."""
+
+    def optimize(self) -> dict[str, object]:
+        """Rebuild derived indexes from scratch (``ragloom index optimize``); the caller holds
+        the write lock. Returns what was done, for the user."""
+        self.flush()
+        return {"chunks": self.count()}
 
     def disk_bytes(self) -> int:
         return 0
@@ -153,8 +198,14 @@ class Store(ABC):
 def write_lock_if_free(folder: Path) -> Iterator[bool]:
     """Take the index's write lock (``folder/write.lock``) without waiting; yield whether this
     process holds it. Ingest, removal and migration write only while holding it."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "write.lock", "a") as handle:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / "write.lock", "a")
+    except PermissionError as exc:
+        raise IndexReadOnlyError(
+            f"cannot write to the index at {folder} ({exc.strerror}); writing needs write permission on it"
+        ) from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             held = True
@@ -187,6 +238,13 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def create_store(path: Path, config: Config) -> Store:
+def create_store(path: Path, config: Config, read_only: bool = False) -> Store:
     cls = registry.resolve("store", config.store.backend)
+    if read_only:
+        return cls.open(path, config, read_only=True)
     return cls.open(path, config)
+
+
+def store_exists(path: Path, config: Config) -> bool:
+    """Whether ``path`` holds an index of the configured store."""
+    return registry.resolve("store", config.store.backend).exists(path, config)

@@ -35,9 +35,9 @@ _INT64 = 2**63
 class ChromaStore(VectorDBStore):
     name = "chroma"
 
-    def __init__(self, path: Path, config: Config) -> None:
+    def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.chroma
-        super().__init__(path / "chroma", threads=config.embedder.threads)
+        super().__init__(path / "chroma", threads=config.embedder.threads, read_only=read_only)
         self.data_dir = None if settings.host else Path(settings.path or self.folder / "data").expanduser()
         self.client = _connect(settings, self.data_dir)
         self.collection = self.client.get_or_create_collection(
@@ -56,8 +56,8 @@ class ChromaStore(VectorDBStore):
         self._after_connect()
 
     @classmethod
-    def open(cls, path: Path, config: Config) -> ChromaStore:
-        return cls(path, config)
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> ChromaStore:
+        return cls(path, config, read_only=read_only)
 
     # -- writing ------------------------------------------------------------------------------
     def _prepare(self, chunks: Sequence[Chunk]) -> None:

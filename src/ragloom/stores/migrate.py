@@ -35,6 +35,16 @@ def migrate(origin: Store, target: Store, progress: Callable[[str, int], None] |
     """Make ``target`` hold what ``origin`` holds; ``progress(path, chunks)`` after each source."""
     started = time.perf_counter()
     report = MigrationReport()
+    parameters = {"from": origin.name, "to": target.name, "from_index": str(getattr(origin, "path", "") or
+                                                                           getattr(origin, "folder", ""))}
+    with target.audited("migrate", parameters) as summary:
+        _copy(origin, target, report, progress)
+        summary.update(report.summary())
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _copy(origin: Store, target: Store, report: MigrationReport, progress: Callable[[str, int], None] | None) -> None:
     _copy_identity(origin, target)
     wanted = origin.list_sources()
     for record in wanted:
@@ -53,8 +63,6 @@ def migrate(origin: Store, target: Store, progress: Callable[[str, int], None] |
             target.delete_source(record.path)
             report.removed.append(record.path)
     target.flush()
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 def _copy_identity(origin: Store, target: Store) -> None:

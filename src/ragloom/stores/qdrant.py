@@ -39,9 +39,9 @@ def point_id(chunk_id: str) -> str:
 class QdrantStore(VectorDBStore):
     name = "qdrant"
 
-    def __init__(self, path: Path, config: Config) -> None:
+    def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.qdrant
-        super().__init__(path / "qdrant", threads=config.embedder.threads)
+        super().__init__(path / "qdrant", threads=config.embedder.threads, read_only=read_only)
         self.data_dir = None if settings.url else Path(settings.path or self.folder / "data").expanduser()
         self.local = self.data_dir is not None
         self.collection = settings.collection
@@ -55,8 +55,8 @@ class QdrantStore(VectorDBStore):
         self._after_connect()
 
     @classmethod
-    def open(cls, path: Path, config: Config) -> QdrantStore:
-        return cls(path, config)
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> QdrantStore:
+        return cls(path, config, read_only=read_only)
 
     def _check_distance(self) -> None:
         params = self.client.get_collection(self.collection).config.params.vectors

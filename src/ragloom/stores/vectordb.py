@@ -47,6 +47,7 @@ from ..filters import Condition, matches
 from ..types import Chunk, SourceRecord, sha256_hex
 from .base import Candidate, Store, folder_bytes, rank_candidates
 from .catalog_backed import CatalogBacked
+from .derived import run_or_rebuild
 from .embedded.catalog import Catalog
 from .embedded.lexical import LexicalIndex
 
@@ -70,16 +71,23 @@ class VectorDBStore(CatalogBacked, Store):
     #: Where a local vector database keeps its files (a backend sets it); None for a server.
     data_dir: Path | None = None
 
-    def __init__(self, folder: Path, threads: int = 0) -> None:
+    def __init__(self, folder: Path, threads: int = 0, read_only: bool = False) -> None:
         self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(folder / "ragloom.sqlite")
-        self.lexical = LexicalIndex(folder / "bm25", threads=threads)
+        if not read_only:
+            folder.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(folder / "ragloom.sqlite", read_only=read_only)
+        self.lexical = LexicalIndex(folder / "bm25", threads=threads, read_only=read_only)
         self._lexical_pending: dict[str, list[Chunk] | None] = {}
         self._lexical_base = -1
 
+    @classmethod
+    def exists(cls, path: Path, config: Any) -> bool:
+        return (path / cls.name / "ragloom.sqlite").is_file()
+
     def _after_connect(self) -> None:
         """Settle writes a crash interrupted; called by a backend once it is connected."""
+        if self.read_only:  # settled by the next process that may write
+            return
         for path, entry in sorted((self.catalog.get_meta(_JOURNAL) or {}).items()):
             self._settle(path, entry)
 
@@ -214,6 +222,10 @@ class VectorDBStore(CatalogBacked, Store):
     def count(self) -> int:
         return self._count()
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        for batch in self._scan():
+            yield from batch
+
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         found = self._load(list(dict.fromkeys(chunk_ids)), vectors=False)
         return [found[cid][0] for cid in chunk_ids if cid in found]
@@ -244,7 +256,15 @@ class VectorDBStore(CatalogBacked, Store):
             found = self._load([c.chunk_id for c in hits], vectors=False)
             return [(c.chunk_id, c.score, found[c.chunk_id][0].metadata) for c in hits if c.chunk_id in found]
 
-        return gather(fetch, k, conditions, self._count())
+        return run_or_rebuild(
+            f"the BM25 index at {self.lexical.folder}",
+            lambda: gather(fetch, k, conditions, self._count()), self._rebuild_lexical,
+        )
+
+    def _rebuild_lexical(self) -> None:
+        self.lexical.reset(in_memory=self.read_only)
+        self.lexical.rebuild(((0, c) for batch in self._scan() for c in batch), self.catalog.generation())
+        self._lexical_pending.clear()
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         query = _unit(vector)
@@ -264,6 +284,8 @@ class VectorDBStore(CatalogBacked, Store):
         generation = self.catalog.generation()
         if self.lexical.generation() == generation:
             return
+        if self.read_only and not self.lexical.in_memory:
+            self.lexical.reset(in_memory=True)  # this process may not write the folder
         try:
             self._catch_up_lexical(generation)
         except ValueError:

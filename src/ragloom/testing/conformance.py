@@ -407,6 +407,25 @@ class StoreConformance:
         assert entries[0].filters == {"kind": "note"}
         assert len(store.recent_searches(1)) == 1
 
+    def test_every_write_and_search_is_chained_in_the_audit_log(self, store: Store, written: dict) -> None:
+        with store.audited("remove", {"path": "b.md"}) as summary:
+            store.delete_source("b.md")
+            summary["removed"] = 1
+        search_id = store.log_search(_audit_entry("after the writes"))
+        events = list(reversed(store.audit_events(100)))
+        kinds = [e.kind for e in events]
+        assert kinds == ["embedder.set", *["source.added"] * len(LAYOUT), "remove", "source.removed",
+                         "remove.done", "search"]
+        added = {e.entry["path"]: e.entry for e in events if e.kind == "source.added"}
+        assert {path: (entry["content_hash"], entry["chunk_count"]) for path, entry in added.items()} == {
+            path: (record_for(path, synthetic_chunks(path, numbers, _text)).content_hash, len(numbers))
+            for path, numbers in LAYOUT.items()}
+        removed = events[-3].entry
+        assert (removed["path"], removed["operation"]) == ("b.md", events[-4].id)
+        assert events[-2].entry["summary"] == {"removed": 1} and events[-1].id == search_id
+        report = store.verify_audit()
+        assert report.ok and report.entries == len(events) and report.head == events[-1].hash
+
 
 def _id_of(written: dict[str, tuple[Chunk, np.ndarray]], n: int) -> str:
     """Id of corpus chunk number ``n``."""

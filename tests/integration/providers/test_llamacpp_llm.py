@@ -14,7 +14,7 @@ pytest.importorskip("llama_cpp", reason="install the llamacpp extra (DESIGN.md: 
 @pytest.fixture(scope="module")
 def smollm():
     # One thread: on a busy 2-core machine a second llama.cpp thread mostly waits.
-    llm = create_llm(LLMConfig(threads=1, context_size=1024, max_tokens=12))
+    llm = create_llm(LLMConfig(model="smollm2", threads=1, context_size=1024, max_tokens=12))
     yield llm
     llm.close()
 

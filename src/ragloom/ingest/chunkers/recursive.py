@@ -14,10 +14,11 @@ towards the next chunk's budget, so no chunk exceeds ``chunk_size``.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+
+import numpy as np
 
 from ...types import Document
-from ._tokens import TokenMeter, strip_span
+from ._tokens import TokenMeter, left_index, position_dtype, right_index, strip_span
 from .base import Chunker, Span
 
 #: Separators from strongest to weakest; a cut falls at the position each match gives.
@@ -65,20 +66,22 @@ def split_recursive(meter: TokenMeter, start: int, end: int, size: int, overlap:
     return [(s, e) for s, e in ranges if e > s]
 
 
-def _cut_positions(pattern: re.Pattern[str], after: bool, text: str, start: int, end: int) -> list[int]:
-    return [m.end() if after else m.start() for m in pattern.finditer(text, start, end)]
+def _cut_positions(pattern: re.Pattern[str], after: bool, text: str, start: int, end: int) -> np.ndarray:
+    # An array, not a list of ints: a long single-line file has millions of word breaks.
+    matches = pattern.finditer(text, start, end)
+    return np.fromiter((m.end() if after else m.start() for m in matches), dtype=position_dtype(text))
 
 
-def _last_cut(cuts: list[list[int]], floor: int, limit: int) -> int:
+def _last_cut(cuts: list[np.ndarray], floor: int, limit: int) -> int:
     """The last cut in (floor, limit] of the strongest level that has one; else ``limit``."""
     for positions in cuts:
-        index = bisect_right(positions, limit) - 1
+        index = right_index(positions, limit) - 1
         if index >= 0 and positions[index] > floor:
-            return positions[index]
+            return int(positions[index])
     return limit
 
 
-def _overlap_start(meter: TokenMeter, cuts: list[list[int]], start: int, cut: int, overlap: int) -> int:
+def _overlap_start(meter: TokenMeter, cuts: list[np.ndarray], start: int, cut: int, overlap: int) -> int:
     """Where the chunk after ``text[start:cut]`` begins, reaching back ``overlap`` tokens."""
     if overlap <= 0:
         return cut
@@ -93,9 +96,9 @@ def _overlap_start(meter: TokenMeter, cuts: list[list[int]], start: int, cut: in
     return earliest
 
 
-def _first_at_or_after(positions: list[int], floor: int) -> int | None:
-    index = bisect_left(positions, floor)
-    return positions[index] if index < len(positions) else None
+def _first_at_or_after(positions: np.ndarray, floor: int) -> int | None:
+    index = left_index(positions, floor)
+    return int(positions[index]) if index < len(positions) else None
 
 
 def _skip_space(text: str, position: int, end: int) -> int:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .base import LoadResult
 from .decode import empty_result
 from .text import TextFileLoader, single_document
-
-if TYPE_CHECKING:
-    from bs4 import BeautifulSoup
 
 _INVISIBLE = ("script", "style", "noscript", "head", "template", "svg", "iframe", "object")
 # Elements that start a new paragraph, and those that only start a new line.
@@ -22,10 +21,18 @@ _PARAGRAPH_BLOCKS = (
 )
 _LINE_BLOCKS = ("li", "tr", "dt", "dd", "figcaption", "caption", "summary", "legend")
 _CELLS = ("td", "th")
-# Block boundaries are marked while the tree is walked and turned into line breaks at the
+# Block boundaries are marked while the markup is read and turned into line breaks at the
 # end, so the whitespace between tags never adds blank lines of its own.
 _PARAGRAPH_MARK, _LINE_MARK = "\x00P", "\x00L"
 _BREAKS = re.compile(r"(?:\s|\x00[PL])+")
+_MARKS = {
+    **{tag: _LINE_MARK for tag in (*_LINE_BLOCKS, "br")},
+    **{tag: _PARAGRAPH_MARK for tag in _PARAGRAPH_BLOCKS},
+}
+# Elements that never have content or an end tag.
+_VOID = frozenset(
+    ("area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr")
+)
 
 
 class HtmlLoader(TextFileLoader):
@@ -33,43 +40,100 @@ class HtmlLoader(TextFileLoader):
     extensions = (".html", ".htm")
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
-        from bs4 import BeautifulSoup
-
-        soup = BeautifulSoup(text, "html.parser")
-        title_tag = soup.find("title")
-        title = title_tag.get_text(" ", strip=True) if title_tag else ""
-        body = visible_text(soup)
-        if not body:
+        page = extract(text)
+        if not page.body:
             return empty_result(source)
-        if not title:
-            heading = soup.find("h1")
-            title = heading.get_text(" ", strip=True) if heading else path.stem
-        return LoadResult([single_document(body, path, source, title=title)])
+        title = page.title or page.heading or path.stem
+        return LoadResult([single_document(page.body, path, source, title=title)])
 
 
-def visible_text(soup: BeautifulSoup) -> str:
-    """What a reader sees: no scripts, styles or comments; blocks separated by newlines."""
-    from bs4 import NavigableString
-
-    for tag in soup.find_all(_INVISIBLE):
-        tag.decompose()
-    for node in soup.find_all(string=True):
-        if type(node) is not NavigableString:  # comments, doctype, CDATA, processing instructions
-            node.extract()
-        elif node.find_parent("pre") is not None:
-            node.replace_with(str(node).replace("\n", _LINE_MARK))
-    for br in soup.find_all("br"):
-        br.replace_with(_LINE_MARK)
-    for tag in soup.find_all(_CELLS):
-        if tag.find_previous_sibling(_CELLS) is not None:
-            tag.insert_before(" | ")
-    for names, mark in ((_LINE_BLOCKS, _LINE_MARK), (_PARAGRAPH_BLOCKS, _PARAGRAPH_MARK)):
-        for tag in soup.find_all(names):
-            tag.insert_before(mark)
-            tag.insert_after(mark)
-    return _BREAKS.sub(_collapse, soup.get_text()).strip()
+@dataclass
+class Page:
+    body: str
+    title: str
+    #: The first <h1>, the title when the page has no <title>.
+    heading: str
 
 
+def extract(html: str) -> Page:
+    """What a reader sees: no scripts, styles or comments; blocks separated by newlines.
+
+    One pass over the markup with a stack of open elements, so the time is linear in the
+    size of the page however deeply it nests (a tree-walking extractor is quadratic there).
+    """
+    parser = _VisibleText()
+    parser.feed(html)
+    parser.close()
+    return Page(
+        body=_BREAKS.sub(_collapse, "".join(parser.out)).strip(),
+        title=" ".join(" ".join(parser.title).split()),
+        heading=" ".join(" ".join(parser.heading).split()),
+    )
+
+
+class _VisibleText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.title: list[str] = []
+        self.heading: list[str] = []
+        # Open elements, each with the number of table cells opened directly inside it.
+        self._stack: list[list] = []
+        self._open: Counter[str] = Counter()  # how many of each element are open, for stray end tags
+        self._hidden = 0  # open invisible elements
+        self._pre = 0
+        self._in_title = 0
+        self._in_h1 = 0
+        self._h1_done = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag in _VOID:
+            if not self._hidden and tag in _MARKS:
+                self.out.append(_MARKS[tag])
+            return
+        if tag in _CELLS and self._stack:
+            parent = self._stack[-1]
+            if parent[1] and not self._hidden:
+                self.out.append(" | ")
+            parent[1] += 1
+        if not self._hidden and tag in _MARKS:
+            self.out.append(_MARKS[tag])
+        self._stack.append([tag, 0])
+        self._open[tag] += 1
+        self._count(tag, +1)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self._open[tag]:
+            return  # a stray end tag closes nothing
+        while self._stack:
+            name = self._stack.pop()[0]
+            self._open[name] -= 1
+            self._count(name, -1)
+            if not self._hidden and name in _MARKS:
+                self.out.append(_MARKS[name])
+            if name == tag:
+                break
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title.append(data)
+        if self._in_h1 and not self._h1_done and not self._hidden:
+            self.heading.append(data)
+        if self._hidden:
+            return
+        self.out.append(data.replace("\n", _LINE_MARK) if self._pre else data)
+
+    def _count(self, tag: str, step: int) -> None:
+        if tag in _INVISIBLE:
+            self._hidden += step
+        elif tag == "pre":
+            self._pre += step
+        if tag == "title":
+            self._in_title += step
+        elif tag == "h1":
+            self._in_h1 += step
+            if step < 0 and self.heading:
+                self._h1_done = True
 def _collapse(match: re.Match[str]) -> str:
     run = match.group()
     if _PARAGRAPH_MARK in run:

@@ -43,7 +43,7 @@ class JsonlLoader(TextFileLoader):
 def _parse_line(line: str, source: str) -> Document | None:
     try:
         record: Any = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     if not isinstance(record, dict):
         return None

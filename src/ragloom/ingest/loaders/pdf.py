@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import CorruptDocumentError
 from ...types import Document
-from .base import LoadResult, Loader
+from .base import Loader, LoadResult
 
 if TYPE_CHECKING:
     from pypdf import PdfReader
@@ -20,14 +24,23 @@ class PdfLoader(Loader):
     extensions = (".pdf",)
 
     def load(self, path: Path, source: str) -> LoadResult:
-        pages, title = _read_pages(path, source)
+        with library_messages() as messages:
+            try:
+                pages, title = _read_pages(path, source)
+            except CorruptDocumentError as exc:
+                if not messages:
+                    raise
+                said = "; ".join(dict.fromkeys(messages))
+                raise CorruptDocumentError(f"{exc} (pypdf said: {said})") from exc
+        notes = [f"{source}: {message}" for message in dict.fromkeys(messages)]
         text, page_starts = join_pages(pages)
         if not text.strip():
             return LoadResult(
                 [],
                 [
+                    *notes,
                     f"{source} has no extractable text; it may be scanned images — "
-                    "run OCR on it (e.g. ocrmypdf) and ingest the result"
+                    "run OCR on it (e.g. ocrmypdf) and ingest the result",
                 ],
             )
         document = Document(
@@ -38,7 +51,33 @@ class PdfLoader(Loader):
             metadata={"pages": len(pages)},
             page_starts=page_starts,
         )
-        return LoadResult([document])
+        return LoadResult([document], notes)
+
+
+@contextmanager
+def library_messages() -> Iterator[list[str]]:
+    """Collect what pypdf logs or warns while a file is read, so the report can name the file.
+
+    Printed directly ("EOF marker not found") these lines do not say which file they concern.
+    """
+    messages: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(" ".join(record.getMessage().split()))
+
+    logger = logging.getLogger("pypdf")
+    handler, propagate = _Collect(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+        messages.extend(" ".join(str(w.message).split()) for w in caught)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:

@@ -53,6 +53,9 @@ class HybridOptions(BaseModel):
     alpha: float | None = Field(None, ge=0.0, le=1.0, description="convex: weight of the dense score")
     rrf_k: int | None = Field(None, ge=1, description="rrf constant")
     candidates: int | None = Field(None, ge=1, description="candidates taken from each side before fusion")
+    prf_docs: int = Field(0, ge=0, description="pseudo-relevance feedback: move the query vector towards the "
+                          "best N chunks of a first pass (Rocchio), then search again; 0 = off")
+    prf_weight: float = Field(0.3, ge=0.0, le=1.0, description="Rocchio: weight of the feedback centroid")
 
 
 class HybridRetriever:
@@ -74,12 +77,32 @@ class HybridRetriever:
         chosen = {key: value for key, value in self.options.model_dump().items() if value is not None}
         if plan.hint("alpha") is not None:
             chosen["alpha"] = plan.hint("alpha")
+        chosen.pop("prf_docs", None), chosen.pop("prf_weight", None)
         settings = settings.model_copy(update=chosen)
         width = max(settings.candidates, depth)
-        fused, components = hybrid_search(
-            context.store, context.query_vector(plan.text), plan.text, width, plan.conditions, settings
-        )
+        vector = context.query_vector(plan.text)
+        fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
+        if self.options.prf_docs and fused:
+            vector = rocchio(vector, _vectors_of(context.store, [c.chunk_id for c in fused[: self.options.prf_docs]]),
+                             self.options.prf_weight)
+            fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
         return Retrieved(fused, components)
+
+
+def rocchio(query: np.ndarray, feedback: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight) · q + weight · centroid(feedback)``, unit length (Rocchio 1971, positive feedback only)."""
+    if not len(feedback):
+        return query
+    moved = (1.0 - weight) * query + weight * feedback.mean(axis=0)
+    norm = np.linalg.norm(moved)
+    return (moved / norm).astype(np.float32) if norm else query
+
+
+def _vectors_of(store: Store, chunk_ids: Sequence[str]) -> np.ndarray:
+    chunks = store.get_chunks(chunk_ids)
+    found = store.cached_vectors([c.content_hash for c in chunks])
+    rows = [found[c.content_hash] for c in chunks if c.content_hash in found]
+    return np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
 
 def hybrid_search(

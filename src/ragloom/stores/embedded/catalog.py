@@ -1,17 +1,18 @@
 """SQLite, the single source of truth of an index.
 
-Holds the embedder identity, the sources registry, chunks, vectors (keyed by chunk
-content hash, so identical text is embedded once and a changed file re-embeds only the
-chunks that changed), and the audit log. Every write bumps ``generation``; the
+Holds the embedder identity, the sources registry, chunks, where each vector is (keyed by
+chunk content hash, so identical text is embedded once and a changed file re-embeds only the
+chunks that changed: the vectors themselves are in the file ``vectorlog`` describes, the one
+copy on disk), and the audit log (a hash chain, see ``ragloom.audit``; each source write is
+chained in its own transaction). Every write bumps ``generation``; the
 derived indexes (vector matrix, BM25) remember the generation they were built at.
+A Catalog opened ``read_only`` refuses every write (SQLite ``mode=ro``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import StoreError
+from ... import audit
+from ...errors import IndexReadOnlyError, StoreError
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
+from . import vectorlog
+from .connection import connect
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: vectors moved from blobs in `embeddings` to the vector file
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,27 +57,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
-CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS searches (
-    id TEXT PRIMARY KEY,
-    created_at REAL NOT NULL,
-    query TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    k INTEGER NOT NULL,
-    filters TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    embedder TEXT NOT NULL,
-    elapsed_ms REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS searches_time ON searches(created_at);
-CREATE TABLE IF NOT EXISTS search_hits (
-    search_id TEXT NOT NULL REFERENCES searches(id) ON DELETE CASCADE,
-    rank INTEGER NOT NULL,
-    chunk_id TEXT NOT NULL,
-    score REAL NOT NULL,
-    source TEXT NOT NULL,
-    PRIMARY KEY (search_id, rank)
-);
+CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, slot INTEGER NOT NULL, checksum INTEGER NOT NULL);
 """
 
 _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
@@ -82,29 +66,55 @@ _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, co
 class Catalog:
     """A SQLite database in WAL mode; one connection per Catalog."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
-        try:
-            self.db = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the index database {path}: {exc}") from None
+        self.folder = path.parent
+        self._view: tuple[tuple[str, int, int], np.ndarray] | None = None
+        self.read_only = read_only
+        #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
+        self.operation: dict[str, Any] | None = None
+        self.db = connect(path, read_only)
+        if read_only:
+            self.db.execute("PRAGMA foreign_keys=ON")
+            found = self.get_meta("schema_version") if self._has_table("meta") else None
+            self._check_version(found)
+            if found is not None and int(found) == 1:
+                raise IndexReadOnlyError(
+                    f"the index at {self.folder} was written by an older ragloom and must be upgraded once, "
+                    "which needs write access; run any ragloom command on it with write permission"
+                )
+            return
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         with self.transaction():
-            for statement in _split(_SCHEMA):
+            for statement in _split(_SCHEMA) + _split(audit.SCHEMA):
                 self.db.execute(statement)
             found = self.get_meta("schema_version")
             if found is None:
                 self.set_meta("schema_version", SCHEMA_VERSION)
                 self.set_meta("generation", 0)
-            elif int(found) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path} was written by a newer ragloom (schema {found}); upgrade ragloom to read it"
-                )
+            self._check_version(found)
+            if found is not None and int(found) == 1:
+                self._move_blobs_to_vector_file()
+            self._import_legacy_searches()
+
+    def _check_version(self, found: Any) -> None:
+        if found is not None and int(found) > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer ragloom (schema {found}); upgrade ragloom to read it"
+            )
+
+    def _has_table(self, name: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() \
+            is not None
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise IndexReadOnlyError(
+                f"the index at {self.path.parent} is open read-only; writing needs write permission on it"
+            )
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -146,6 +156,7 @@ class Catalog:
         if len(chunks) != len(vectors):
             raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
         with self.transaction() as db:
+            before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
             db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
             db.execute(
                 "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -159,9 +170,10 @@ class Catalog:
                   c.token_count, c.text, json.dumps(c.metadata, sort_keys=True, default=str))
                  for c in chunks],
             )
-            db.executemany(
-                "INSERT OR IGNORE INTO embeddings(content_hash, vector) VALUES (?, ?)",
-                [(c.content_hash, np.asarray(v, dtype=np.float32).tobytes()) for c, v in zip(chunks, vectors)],
+            self._store_vectors(chunks, vectors)
+            self.audit_write(
+                "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
+                chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
             )
             return self._bump_generation()
 
@@ -169,8 +181,11 @@ class Catalog:
         """Delete a source and its chunks; return (chunks removed, generation)."""
         with self.transaction() as db:
             removed = db.execute("SELECT COUNT(*) FROM chunks WHERE source = ?", (path,)).fetchone()[0]
+            before = db.execute("SELECT content_hash, chunk_count FROM sources WHERE path = ?", (path,)).fetchone()
             db.execute("DELETE FROM chunks WHERE source = ?", (path,))
             db.execute("DELETE FROM sources WHERE path = ?", (path,))
+            if before is not None:
+                self.audit_write("source.removed", path=path, content_hash=before[0], chunk_count=before[1])
             return removed, self._bump_generation()
 
     def prune_embeddings(self) -> int:
@@ -182,13 +197,124 @@ class Catalog:
             return cursor.rowcount
 
     def cached_vectors(self, content_hashes: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
+        """Stored vectors by content hash; one whose bytes fail their checksum counts as missing."""
         found: dict[str, np.ndarray] = {}
-        query = "SELECT content_hash, vector FROM embeddings WHERE content_hash"
-        for digest, blob in self._select_in(query, content_hashes):
-            vector = np.frombuffer(blob, dtype=np.float32)
-            if vector.shape[0] == dimension:
-                found[digest] = vector
+        view = self.vector_view()
+        if view.shape[1] != dimension:
+            return found
+        query = "SELECT content_hash, slot, checksum FROM embeddings WHERE content_hash"
+        for digest, slot, crc in self._select_in(query, content_hashes):
+            if slot < len(view):
+                vector = np.array(view[slot])
+                if vectorlog.checksum(vector) == crc:
+                    found[digest] = vector
         return found
+
+    # -- the vector file ----------------------------------------------------------------------
+    def _store_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        """Append the vectors of content not stored yet and record their slots (inside the
+        caller's transaction: SQLite's write lock makes this process the only appender)."""
+        hashes = [c.content_hash for c in chunks]
+        known = {h for (h,) in self._select_in("SELECT content_hash FROM embeddings WHERE content_hash", hashes)}
+        first: dict[str, int] = {}
+        for i, digest in enumerate(hashes):
+            if digest not in known and digest not in first:
+                first[digest] = i
+        if not first:
+            return
+        block = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[list(first.values())])
+        dimension = self.get_meta("vector_dimension")
+        if dimension is None:
+            self.set_meta("vector_dimension", int(block.shape[1]))
+        elif int(dimension) != block.shape[1]:
+            raise StoreError(f"vectors have dimension {block.shape[1]}, the index holds {dimension}")
+        name = self._vector_file()
+        committed = int(self.get_meta("vector_slots") or 0)
+        slots = vectorlog.append(self.folder / name, committed, block)
+        self.db.executemany(
+            "INSERT INTO embeddings(content_hash, slot, checksum) VALUES (?, ?, ?)",
+            [(h, int(s), vectorlog.checksum(v)) for h, s, v in zip(first, slots, block)],
+        )
+        self.set_meta("vector_slots", committed + len(block))
+
+    def _vector_file(self) -> str:
+        name = self.get_meta("vector_file")
+        if name is None:
+            name = vectorlog.file_name(0)
+            self.set_meta("vector_file", name)
+        return str(name)
+
+    def vector_view(self) -> np.ndarray:
+        """Every committed slot of the vector file, memory-mapped (dead slots included)."""
+        row = self.db.execute(
+            "SELECT (SELECT value FROM meta WHERE key = 'vector_file'), (SELECT value FROM meta WHERE key = 'vector_slots'),"
+            " (SELECT value FROM meta WHERE key = 'vector_dimension')"
+        ).fetchone()
+        key = (json.loads(row[0]) if row[0] else "", int(row[1] or 0), int(row[2] or 0))
+        if self._view is None or self._view[0] != key:
+            self._view = (key, vectorlog.open_view(self.folder / key[0], key[1], key[2]))
+        return self._view[1]
+
+    def tidy_vector_files(self) -> None:
+        """Remove what an interrupted write or compaction left; only with the index's write lock held."""
+        name = self._vector_file_name()
+        for stale in vectorlog.stale_files(self.folder, name):
+            stale.unlink(missing_ok=True)
+        vectorlog.trim(self.folder / name, int(self.get_meta("vector_slots") or 0),
+                       int(self.get_meta("vector_dimension") or 0))
+
+    def _vector_file_name(self) -> str:
+        return str(self.get_meta("vector_file") or vectorlog.file_name(0))
+
+    def compact_vectors(self, min_dead: int = 10_000, force: bool = False) -> int:
+        """Copy the live vectors to a new file once dead slots outnumber them (and ``min_dead``),
+        or whenever there are any (``force``); return how many dead slots were dropped. Only
+        with the index's write lock held."""
+        total = int(self.get_meta("vector_slots") or 0)
+        live = int(self.db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        if total - live < (1 if force else max(min_dead, live, 1)):
+            return 0
+        old = self._vector_file_name()
+        new = vectorlog.file_name(vectorlog.epoch_of(old) + 1)
+        view = self.vector_view()
+        order = self.db.execute("SELECT content_hash, slot FROM embeddings ORDER BY slot").fetchall()
+        slots = np.fromiter((s for _, s in order), dtype=np.int64, count=len(order))
+        (self.folder / new).unlink(missing_ok=True)
+        for start in range(0, len(slots), 100_000):
+            vectorlog.append(self.folder / new, start, view[slots[start : start + 100_000]])
+        with self.transaction() as db:
+            db.executemany("UPDATE embeddings SET slot = ? WHERE content_hash = ?",
+                           [(i, digest) for i, (digest, _) in enumerate(order)])
+            self.set_meta("vector_file", new)
+            self.set_meta("vector_slots", len(order))
+            self._bump_generation()  # the matrix's slot map changed
+        self._view = None
+        (self.folder / old).unlink(missing_ok=True)
+        return total - live
+
+    def _move_blobs_to_vector_file(self) -> None:
+        """Schema 1 kept each vector as a blob in ``embeddings`` (and the matrix kept a second
+        copy); move them to the vector file, inside the opening transaction."""
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(embeddings)")}
+        if "vector" in columns:
+            old = self.db.execute("SELECT content_hash, vector FROM embeddings ORDER BY rowid").fetchall()
+            self.db.execute("ALTER TABLE embeddings RENAME TO embeddings_v1")
+            self.db.execute(
+                "CREATE TABLE embeddings (content_hash TEXT PRIMARY KEY, slot INTEGER NOT NULL, checksum INTEGER NOT NULL)"
+            )
+            self.db.execute("DROP TABLE embeddings_v1")
+            dimensions = {len(blob) // 4 for _, blob in old}
+            if len(dimensions) > 1:  # a vector of another model: keep the index's own
+                keep = max(dimensions, key=lambda d: sum(len(b) // 4 == d for _, b in old))
+                old = [(h, b) for h, b in old if len(b) // 4 == keep]
+            if old:
+                (self.folder / vectorlog.file_name(0)).unlink(missing_ok=True)
+                self._store_vectors(
+                    [_HashOnly(h) for h, _ in old],  # type: ignore[misc]
+                    np.stack([np.frombuffer(b, dtype=np.float32) for _, b in old]),
+                )
+        self.set_meta("schema_version", SCHEMA_VERSION)
+        self._bump_generation()  # derived caches of schema 1 hold a copy of the vectors: rebuild
 
     # -- chunks -------------------------------------------------------------------------
     def count(self) -> int:
@@ -217,10 +343,10 @@ class Catalog:
         for row in cursor:
             yield row[0], _chunk_from_row(row)
 
-    def iter_vectors(self, batch: int = 20000) -> Iterator[tuple[np.ndarray, list[str], np.ndarray]]:
-        """(rows, chunk ids, vectors) in row order, in batches."""
+    def iter_slots(self, batch: int = 100_000) -> Iterator[tuple[np.ndarray, list[str], np.ndarray]]:
+        """(rows, chunk ids, vector slots) in row order, in batches."""
         cursor = self.db.execute(
-            "SELECT c.row, c.id, e.vector FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
+            "SELECT c.row, c.id, e.slot FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash"
             " ORDER BY c.row"
         )
         while True:
@@ -228,48 +354,72 @@ class Catalog:
             if not part:
                 return
             rows = np.fromiter((r[0] for r in part), dtype=np.int64, count=len(part))
-            ids = [r[1] for r in part]
-            vectors = np.frombuffer(b"".join(r[2] for r in part), dtype=np.float32).reshape(len(part), -1)
-            yield rows, ids, vectors
+            slots = np.fromiter((r[2] for r in part), dtype=np.int64, count=len(part))
+            yield rows, [r[1] for r in part], slots
 
     # -- audit --------------------------------------------------------------------------
+    def audit_write(self, kind: str, **fields: Any) -> audit.AuditEvent:
+        """Chain an entry about a write; call inside the transaction that makes the write."""
+        embedder = (self.get_meta("embedder") or {}).get("model_id", "")
+        operation = self.operation or {}
+        return audit.append(self.db, audit.new_entry(
+            kind, embedder=embedder, operation=operation.get("id"), **fields))
+
+    def log_event(self, kind: str, **fields: Any) -> audit.AuditEvent:
+        """Chain an entry in a transaction of its own (an operation's start or end)."""
+        with self.transaction():
+            return self.audit_write(kind, **fields)
+
     def log_search(self, entry: AuditEntry) -> str:
-        search_id = entry.id or uuid.uuid4().hex
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO searches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (search_id, entry.created_at or time.time(), entry.query, entry.mode, entry.k,
-                 json.dumps(entry.filters, default=str), json.dumps(entry.parameters, default=str),
-                 entry.embedder, entry.elapsed_ms),
-            )
-            db.executemany(
-                "INSERT INTO search_hits VALUES (?, ?, ?, ?, ?)",
-                [(search_id, h["rank"], h["chunk_id"], h["score"], h.get("source", "")) for h in entry.hits],
-            )
-        return search_id
+            return audit.append(db, _search_entry(entry)).id
 
     def recent_searches(self, limit: int) -> list[AuditEntry]:
+        return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
+
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[audit.AuditEvent]:
+        if not self._has_table("audit_log"):  # an index from before the chain, opened read-only
+            return []
+        return audit.recent(self.db, limit, kinds, exclude)
+
+    def verify_audit(self) -> audit.ChainReport:
+        if not self._has_table("audit_log"):
+            return audit.ChainReport(0, audit.GENESIS)
+        return audit.verify_chain(self.db, self.get_meta(audit.HEAD_KEY))
+
+    def _import_legacy_searches(self) -> None:
+        """Move searches logged before the hash chain existed into it, oldest first."""
+        if not self._has_table("searches"):
+            return
         rows = self.db.execute(
             "SELECT id, created_at, query, mode, k, filters, parameters, embedder, elapsed_ms FROM searches"
-            " ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            (limit,),
+            " ORDER BY created_at, rowid"
         ).fetchall()
-        entries = []
         for sid, created, query, mode, k, filters, params, embedder, elapsed in rows:
             hits = [
-                {"rank": r, "chunk_id": c, "score": s, "source": src}
-                for r, c, s, src in self.db.execute(
-                    "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank",
-                    (sid,),
-                )
+                {"rank": r, "chunk_id": c, "score": sc, "source": src}
+                for r, c, sc, src in self.db.execute(
+                    "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank", (sid,)
+                ).fetchall()
             ]
-            entries.append(AuditEntry(query=query, mode=mode, k=k, filters=json.loads(filters),
-                                      parameters=json.loads(params), hits=hits, elapsed_ms=elapsed,
-                                      created_at=created, id=sid, embedder=embedder))
-        return entries
+            audit.append(self.db, _search_entry(AuditEntry(
+                query=query, mode=mode, k=k, filters=json.loads(filters), parameters=json.loads(params), hits=hits,
+                elapsed_ms=elapsed, created_at=created, id=sid, embedder=embedder, extra={"imported": True})))
+        if rows:
+            self.db.execute("DELETE FROM search_hits")
+            self.db.execute("DELETE FROM searches")
 
     def close(self) -> None:
         self.db.close()
+
+
+class _HashOnly:
+    """What ``_store_vectors`` reads of a chunk: its content hash (for the schema-1 migration)."""
+
+    def __init__(self, content_hash: str) -> None:
+        self.content_hash = content_hash
 
 
 def _split(script: str) -> list[str]:
@@ -280,3 +430,24 @@ def _chunk_from_row(row: Sequence[Any]) -> Chunk:
     _, cid, source, doc_id, index, start, end, policy, digest, tokens, text, metadata = row
     return Chunk(id=cid, text=text, source=source, doc_id=doc_id, chunk_index=index, start=start, end=end,
                  policy=policy, content_hash=digest, token_count=tokens, metadata=json.loads(metadata))
+
+
+def _search_entry(entry: AuditEntry) -> dict[str, Any]:
+    fields = audit.new_entry(
+        "search", embedder=entry.embedder, query=entry.query, mode=entry.mode, k=entry.k, filters=entry.filters,
+        parameters=entry.parameters, hits=entry.hits, elapsed_ms=entry.elapsed_ms, extra=entry.extra,
+    )
+    if entry.id:
+        fields["id"] = entry.id
+    if entry.created_at:
+        fields["created_at"] = entry.created_at
+    return fields
+
+
+def search_from_event(event: audit.AuditEvent) -> AuditEntry:
+    e = event.entry
+    return AuditEntry(
+        query=e.get("query", ""), mode=e.get("mode", ""), k=int(e.get("k", 0)), filters=e.get("filters") or {},
+        parameters=e.get("parameters") or {}, hits=e.get("hits") or [], elapsed_ms=float(e.get("elapsed_ms", 0.0)),
+        created_at=event.created_at, id=event.id, embedder=e.get("embedder", ""), extra=e.get("extra") or {},
+    )

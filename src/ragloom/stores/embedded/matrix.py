@@ -1,8 +1,9 @@
-"""Exact vector search over a memory-mapped float32 matrix.
+"""Exact vector search over the memory-mapped vector file.
 
-The matrix is a derived cache of the vectors in SQLite, stamped with the generation
-it was built at. Files carry the generation in their names, so a reader holding an
-old mapping is never handed a half-written file.
+The vectors are stored once, in the file ``vectorlog`` describes; the matrix maps each
+chunk (SQLite row, ascending) to its slot there. That map is a derived cache stamped with
+the generation it was built at; its files carry the generation in their names, so a reader
+holding an old map is never handed a half-written file.
 """
 
 from __future__ import annotations
@@ -24,49 +25,67 @@ class VectorMatrix:
         self.generation = -1
         self.rows = np.zeros(0, dtype=np.int64)
         self.ids: list[str] = []
-        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self.slots = np.zeros(0, dtype=np.int64)  # each row's slot in ``vectors``
+        self.vectors = np.zeros((0, 0), dtype=np.float32)  # every slot of the vector file, dead ones too
+        self._in_slot_order = True  # slots == 0..n-1: no gather needed
         self._position_of: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
 
     # -- persistence ----------------------------------------------------------------------
-    def load(self, generation: int) -> bool:
-        """Load the saved matrix if it was built at ``generation``."""
+    def load(self, generation: int, catalog: Catalog) -> bool:
+        """Load the saved row map if it was built at ``generation``; False when there is none
+        or it is older. Files that cannot be read raise (the caller rebuilds them)."""
         state_file = self.folder / "state.json"
         try:
             state = json.loads(state_file.read_text())
-            if state["generation"] != generation:
-                return False
-            tag = state["tag"]
+        except FileNotFoundError:
+            return False
+        if state["generation"] != generation:
+            return False
+        tag = state["tag"]
+        try:
             rows = np.load(self.folder / f"rows.{tag}.npy")
-            vectors = np.load(self.folder / f"vectors.{tag}.npy", mmap_mode="r")
+            slots = np.load(self.folder / f"slots.{tag}.npy")
             ids = json.loads((self.folder / f"ids.{tag}.json").read_text())
-        except (OSError, ValueError, KeyError):
+        except FileNotFoundError:  # a writer replaced them since state.json was read: just stale
             return False
-        if len(rows) != len(ids) or len(rows) != vectors.shape[0]:
-            return False
-        self.rows, self.ids, self.vectors, self.generation = rows, ids, vectors, generation
-        self._position_of = None
+        vectors = catalog.vector_view()
+        if rows.ndim != 1 or slots.ndim != 1 or len(rows) != len(ids) or len(rows) != len(slots):
+            raise ValueError(f"its files disagree ({len(rows)} rows, {len(ids)} ids, {len(slots)} slots)")
+        if len(slots) and slots.max() >= len(vectors):
+            return False  # the vector file was compacted since: stale
+        self._set(rows, ids, slots, vectors, generation)
         return True
 
     def build(self, catalog: Catalog, generation: int, dimension: int) -> None:
-        rows, ids, parts = [], [], []
-        for batch_rows, batch_ids, batch_vectors in catalog.iter_vectors():
+        vectors = catalog.vector_view()
+        rows, ids, slots = [], [], []
+        for batch_rows, batch_ids, batch_slots in catalog.iter_slots():
             rows.append(batch_rows)
             ids.extend(batch_ids)
-            parts.append(batch_vectors)
-        self.rows = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        self.vectors = np.vstack(parts) if parts else np.zeros((0, dimension), dtype=np.float32)
-        self.ids = ids
-        self.generation = generation
+            slots.append(batch_slots)
+        empty = np.zeros(0, dtype=np.int64)
+        if len(vectors) == 0:
+            vectors = np.zeros((0, dimension), dtype=np.float32)
+        self._set(np.concatenate(rows) if rows else empty, ids, np.concatenate(slots) if slots else empty,
+                  vectors, generation)
+
+    def _set(self, rows: np.ndarray, ids: list[str], slots: np.ndarray, vectors: np.ndarray, generation: int) -> None:
+        self.rows, self.ids, self.slots, self.vectors, self.generation = rows, ids, slots, vectors, generation
+        self._in_slot_order = len(slots) == len(vectors) and bool(np.all(slots == np.arange(len(slots))))
         self._position_of = None
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Vectors of the rows at these matrix positions (a copy)."""
+        return np.asarray(self.vectors[self.slots[positions]], dtype=np.float32)
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         tag = f"{self.generation}-{os.getpid()}"
         np.save(self.folder / f"rows.{tag}.npy", self.rows)
-        np.save(self.folder / f"vectors.{tag}.npy", np.ascontiguousarray(self.vectors))
+        np.save(self.folder / f"slots.{tag}.npy", self.slots)
         (self.folder / f"ids.{tag}.json").write_text(json.dumps(self.ids))
         state_tmp = self.folder / f"state.{tag}.tmp"
         state_tmp.write_text(json.dumps({"generation": self.generation, "tag": tag}))
@@ -89,12 +108,14 @@ class VectorMatrix:
         query = np.asarray(query, dtype=np.float32)
         if allowed_rows is None:
             positions = None
-            scores = cosine(self.vectors, query)
+            scores = cosine(self.vectors, query)  # one pass over the file; dead slots cost a little
+            if not self._in_slot_order:
+                scores = scores[self.slots]
         else:
             positions = self.positions(allowed_rows)
             if len(positions) == 0:
                 return []
-            scores = cosine(self.vectors[positions], query)
+            scores = cosine(self.at(positions), query)
         chosen = top_k_indices(scores, k)
         chosen_pos = chosen if positions is None else positions[chosen]
         candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
@@ -107,7 +128,7 @@ class VectorMatrix:
         found = [(cid, self._position_of[cid]) for cid in chunk_ids if cid in self._position_of]
         if not found:
             return {}
-        scores = cosine(self.vectors[[p for _, p in found]], np.asarray(query, dtype=np.float32))
+        scores = cosine(self.at(np.array([p for _, p in found])), np.asarray(query, dtype=np.float32))
         return {cid: float(s) for (cid, _), s in zip(found, scores)}
 
 

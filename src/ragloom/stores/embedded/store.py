@@ -9,6 +9,7 @@ is seen.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from ...config import Config
-from ...errors import StoreError
+from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
 from ..base import Candidate, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
+from .ann import AnnIndex
+from ..derived import is_damage, run_or_rebuild, warn_rebuilding
 from .catalog import Catalog
 from .columns import MetadataColumns
 from .lexical import LexicalIndex
@@ -30,19 +33,30 @@ from .matrix import VectorMatrix
 class EmbeddedStore(CatalogBacked, Store):
     name = "embedded"
 
-    def __init__(self, path: Path, config: Config) -> None:
+    def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         self.path = path
-        path.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(path / "ragloom.sqlite")
+        if not read_only:
+            path.mkdir(parents=True, exist_ok=True)
+        self.catalog = Catalog(path / "ragloom.sqlite", read_only=read_only)
         self.matrix = VectorMatrix(path / "vectors")
-        self.lexical = LexicalIndex(path / "bm25", threads=config.embedder.threads)
+        try:
+            self.lexical = LexicalIndex(path / "bm25", threads=config.embedder.threads, read_only=read_only)
+        except BaseException:
+            self.catalog.close()
+            raise
         self.columns = MetadataColumns(self.catalog)
+        self.ann = AnnIndex(path / "ann", config.store.embedded.ann)
+        self._ann_checked = -1  # the generation the approximate index was last brought to
         self._pending_lexical: dict[str, bool] = {}
         self._lexical_base = -1
 
     @classmethod
-    def open(cls, path: Path, config: Config) -> EmbeddedStore:
-        return cls(path, config)
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> EmbeddedStore:
+        return cls(path, config, read_only=read_only)
+
+    @classmethod
+    def exists(cls, path: Path, config: Config) -> bool:
+        return (path / "ragloom.sqlite").is_file()
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         dimension = self.dimension
@@ -72,36 +86,121 @@ class EmbeddedStore(CatalogBacked, Store):
         generation = self.catalog.generation()
         if self._pending_lexical and self.lexical.generation() == self._lexical_base:
             # The index was current before this batch: replay just the changed sources.
-            for source, present in sorted(self._pending_lexical.items()):
-                if present:
-                    self.lexical.replace_source(source, self.catalog.iter_chunks(source=source))
-                else:
-                    self.lexical.delete_source(source)
-            self.lexical.commit(generation)
+            try:
+                for source, present in sorted(self._pending_lexical.items()):
+                    if present:
+                        self.lexical.replace_source(source, self.catalog.iter_chunks(source=source))
+                    else:
+                        self.lexical.delete_source(source)
+                self.lexical.commit(generation)
+            except BaseException as exc:
+                if not is_damage(exc):
+                    raise
+                warn_rebuilding(f"the BM25 index at {self.lexical.folder}", exc)
+                self.lexical.reset()  # stale now: _ensure_fresh rebuilds it below
         self._pending_lexical.clear()
         self.catalog.prune_embeddings()
+        self.catalog.compact_vectors()
+        self.catalog.tidy_vector_files()
         self._ensure_fresh(persist=True)
 
     # -- freshness ----------------------------------------------------------------------------
     def _ensure_fresh(self, persist: bool = False) -> None:
         """Rebuild stale derived indexes; only saved when no other process is writing."""
         generation = self.catalog.generation()
-        matrix_stale = self.matrix.generation != generation and not self.matrix.load(generation)
+        matrix_stale = self.matrix.generation != generation and not self._load_matrix(generation)
         lexical_stale = self.lexical.generation() != generation
-        if not (matrix_stale or lexical_stale):
+        ann_due = self._ann_checked != generation
+        if not (matrix_stale or lexical_stale or ann_due):
             return
         with self._write_lock_if_free(held=persist) as writable:
             if matrix_stale:
                 self.matrix.build(self.catalog, generation, self.dimension)
                 if writable:
                     self.matrix.save()
-            if lexical_stale and writable:
+            if lexical_stale and (writable or self.lexical.in_memory):
                 self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+            elif lexical_stale and self.read_only:
+                # No one can be writing an index this process may not write: build it in memory.
+                self.lexical.reset(in_memory=True)
+                self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+            if ann_due:
+                self._refresh_ann(writable)
+
+    def _load_matrix(self, generation: int) -> bool:
+        try:
+            return self.matrix.load(generation, self.catalog)
+        except Exception as exc:  # damaged files: treated as stale, so rebuilt
+            warn_rebuilding(f"the vector matrix at {self.matrix.folder}", exc)
+            return False
+
+    def _rebuild_lexical(self) -> None:
+        generation = self.catalog.generation()
+        with self._write_lock_if_free(held=False) as writable:
+            self.lexical.reset(in_memory=not writable)
+            self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+
+    def _rebuild_matrix(self) -> None:
+        generation = self.catalog.generation()
+        with self._write_lock_if_free(held=False) as writable:
+            self.matrix.build(self.catalog, generation, self.dimension)
+            if writable:
+                self.matrix.save()
+
+    def _refresh_ann(self, writable: bool, retrain: bool = False) -> None:
+        """Bring the approximate index to the matrix's generation: load it, catch it up by
+        rows added and removed, train it when there is none (or the store grew or shrank by
+        half), drop it below the threshold. Only a writer trains or saves (once enough rows
+        changed); a reader catches a saved index up in memory, or searches exactly."""
+        self._ann_checked = self.matrix.generation
+        ann = self.ann
+        if len(self.matrix) < ann.settings.threshold:
+            if writable and (ann.ready or ann.folder.is_dir()):
+                ann.drop()
+            ann.index = None
+            return
+        try:
+            if not ann.ready:
+                ann.load()
+            if writable and (retrain or ann.needs_training(len(self.matrix))):
+                ann.build(self.matrix)
+            elif ann.ready and ann.generation != self.matrix.generation:
+                ann.sync(self.matrix)
+            else:
+                return
+        except MissingDependencyError as exc:
+            warnings.warn(f"{exc}; searching every vector exactly meanwhile", RagloomWarning, stacklevel=2)
+            return
+        if writable and ann.worth_saving:
+            ann.save()
+
+    def optimize(self) -> dict[str, object]:
+        """Drop every dead vector slot, rebuild the row map and BM25 index from SQLite and retrain
+        the approximate index from scratch. The caller holds the index's write lock."""
+        self.catalog.prune_embeddings()
+        dropped = self.catalog.compact_vectors(force=True)
+        self.catalog.tidy_vector_files()
+        generation = self.catalog.generation()
+        self.matrix.build(self.catalog, generation, self.dimension)
+        self.matrix.save()
+        self.lexical.rebuild(self.catalog.iter_chunks(), generation)
+        self._pending_lexical.clear()
+        self._refresh_ann(writable=True, retrain=True)
+        report: dict[str, object] = {"chunks": len(self.matrix), "generation": generation,
+                                     "dead_vector_slots_dropped": dropped}
+        if self.ann.ready:
+            report["approximate_index"] = f"IVF{self.ann.index.nlist},{self.ann.settings.codec}"
+        else:
+            report["approximate_index"] = f"none (exact search below {self.ann.settings.threshold:,} chunks)"
+        return report
 
     @contextmanager
     def _write_lock_if_free(self, held: bool) -> Iterator[bool]:
         """Yield True while this process may write derived files: it already holds the
         index's write lock (``held``), or it could take it without waiting."""
+        if self.read_only:
+            yield False
+            return
         if held:
             yield True
             return
@@ -124,13 +223,30 @@ class EmbeddedStore(CatalogBacked, Store):
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return self.catalog.get_chunks(chunk_ids)
 
+    def iter_chunks(self) -> Iterator[Chunk]:
+        for _, chunk in self.catalog.iter_chunks():
+            yield chunk
+
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        return self.matrix.search(vector, k, self._allowed_rows(conditions))
+        allowed = self._allowed_rows(conditions)
+        if self._ann_current() and (allowed is None or len(allowed) > self.ann.settings.exact_rows):
+            return self.ann.search(vector, k, self.matrix, allowed)
+        # Selective filters (and stores below the threshold) search every allowed vector.
+        return run_or_rebuild(
+            f"the vector matrix at {self.matrix.folder}",
+            lambda: self.matrix.search(vector, k, allowed), self._rebuild_matrix,
+        )
+
+    def _ann_current(self) -> bool:
+        return self.ann.ready and self.ann.generation == self.matrix.generation
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        return self.lexical.search(query, k, self._allowed_rows(conditions))
+        return run_or_rebuild(
+            f"the BM25 index at {self.lexical.folder}",
+            lambda: self.lexical.search(query, k, self._allowed_rows(conditions)), self._rebuild_lexical,
+        )
 
     def _allowed_rows(self, conditions: Sequence[Condition]) -> np.ndarray | None:
         """SQLite rows matching every condition, or None for no filter."""
@@ -141,7 +257,10 @@ class EmbeddedStore(CatalogBacked, Store):
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         self._ensure_fresh()
-        return self.matrix.scores_for_ids(vector, chunk_ids)
+        return run_or_rebuild(
+            f"the vector matrix at {self.matrix.folder}",
+            lambda: self.matrix.scores_for_ids(vector, chunk_ids), self._rebuild_matrix,
+        )
 
     # -- housekeeping ---------------------------------------------------------------------------
     def disk_bytes(self) -> int:

@@ -1,0 +1,119 @@
+"""``ragloom context`` (the numbered passages an LLM would read) and ``ragloom ask`` (a cited answer)."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.text import Text
+
+from ..filters import parse_cli_filters
+from ..types import Answer
+from .app import console, display_path, err_console, state
+from .search import snippet
+
+_WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."
+
+
+def context_command(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question the context is for."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Most tokens of context (default: answer.budget)."),
+    k: Optional[int] = typer.Option(None, "-k", "--top-k", help="Passages to retrieve (default: answer.k)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", "-w", help=_WHERE_HELP),
+    mode: Optional[str] = typer.Option(None, "--mode", "--preset", "-m", "-p", help="Search preset."),
+    as_json: bool = typer.Option(False, "--json", help="Print the passages and the token count as JSON."),
+) -> None:
+    """Print the numbered, token-budgeted context for a question; pipe it into any model."""
+    with state(ctx).open_index() as index:
+        context = index.context(question, budget=budget, k=k, where=parse_cli_filters(where or []), mode=mode)
+    if as_json:
+        console.print_json(json.dumps(context.to_dict(), default=str))
+        return
+    # Plain print: the context is meant to be copied or piped as it is.
+    print(context.render())
+    # Notes go to stderr, so that `ragloom context q | llm` pipes only the context.
+    for note in context.notes:
+        err_console.print(Text(f"note: {note}", style="dim"), highlight=False)
+    err_console.print(Text(f"{context.tokens} tokens of {context.budget}, {len(context.passages)} passages",
+                           style="dim"), highlight=False)
+
+
+def ask_command(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="A question about the indexed documents."),
+    strategy: Optional[str] = typer.Option(
+        None, "--strategy", "-s",
+        help="auto (default: attributed with an LLM, else extractive), extractive (no LLM), standard, attributed, cove.",
+    ),
+    llm: Optional[str] = typer.Option(
+        None, "--llm", help="LLM as PROVIDER[:MODEL] (ollama:llama3.2, openai:gpt-4o-mini) or a local model name "
+        "(qwen2.5-coder-0.5b, qwen2.5-coder-1.5b)."
+    ),
+    k: Optional[int] = typer.Option(None, "-k", "--top-k", help="Passages to retrieve (default: answer.k)."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Most tokens of context (default: answer.budget)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", "-w", help=_WHERE_HELP),
+    mode: Optional[str] = typer.Option(None, "--mode", "--preset", "-m", "-p", help="Search preset."),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON (no streaming)."),
+    trace: bool = typer.Option(False, "--trace", help="Also print each step of answering, with its time."),
+) -> None:
+    """Answer a question from the index, streaming the answer, then the sources it cites."""
+    options = {"strategy": strategy, "llm": llm, "k": k, "budget": budget,
+               "where": parse_cli_filters(where or []), "mode": mode}
+    with state(ctx).open_index() as index:
+        if as_json:
+            answer = index.ask(question, **options)
+            console.print_json(json.dumps(answer.to_dict(), default=str))
+            return
+        answer = None
+        streamed = []
+        for piece in index.ask_stream(question, **options):
+            if isinstance(piece, Answer):
+                answer = piece
+            else:
+                streamed.append(piece)
+                console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
+        console.print()
+    assert answer is not None
+    print_answer(answer, "".join(streamed), trace)
+
+
+def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
+    if answer.text.strip() != streamed.strip():  # asked again, or revised after the stream
+        console.print(Text("final answer:", style="dim"))
+        console.print(answer.text, highlight=False, markup=False)
+    unsupported = answer.unsupported
+    if unsupported:
+        console.print(Text("not supported by the passages they cite:", style="dim"))
+        for sentence in unsupported:
+            console.print(Text("  " + sentence.text, style="dim strike" if sentence.support is None else "dim"))
+    for warning in answer.warnings:
+        _note(warning)
+    if answer.citations:
+        console.print()
+        console.print(Text("Sources", style="bold"))
+    for number, citation in sorted(answer.citations.items()):
+        where = [w for w in (citation.section, f"p. {citation.page}" if citation.page is not None else "") if w]
+        line = Text(f"[{number}] ", style="bold")
+        line.append(display_path(citation.source))
+        if where:
+            line.append(" — " + ", ".join(where), style="cyan")
+        console.print(line)
+        console.print(Text("    " + snippet(citation.text, 240), style="dim"))
+    label = f"{answer.strategy}" + (f", {answer.model}" if answer.model else "")
+    _note(f"{label}; {answer.seconds:.1f} s; context {answer.tokens.get('context', 0)} tokens")
+    if trace:
+        for step in answer.trace:
+            detail = {k: v for k, v in step.to_dict().items() if k not in ("name", "ms", "hits", "passages")}
+            console.print(Text(f"{step.name:>28}  {step.ms:9.1f} ms  {json.dumps(detail, default=str)[:160]}",
+                               style="dim"), highlight=False)
+
+
+def _note(text: str) -> None:
+    console.print(Text(text, style="dim"), highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("context")(context_command)
+    app.command("ask")(ask_command)

@@ -1,0 +1,172 @@
+"""Answering a question over an index: retrieve, build the context, run a strategy.
+
+``Index.ask`` and ``Index.ask_stream`` call ``ask_stream`` here. The strategy ``auto``
+is attributed when an LLM can be used and extractive (no LLM) otherwise, which is said
+once per process.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..config import LLMConfig, parse_model_spec
+from ..context import Context, build_context
+from ..errors import ConfigError, ProviderError, RagloomWarning, ServiceUnavailableError
+from ..types import Answer, AnswerStep
+from .base import LLM, llm_unavailable, shared_llm
+from .prompts import NO_ANSWER, Prompts
+from .strategies import AnswerRequest, create_strategy, strategy_names
+
+if TYPE_CHECKING:
+    from ..index import Index
+
+_told_no_llm = False
+
+
+def ask_stream(
+    index: Index,
+    question: str,
+    *,
+    strategy: str | None = None,
+    k: int | None = None,
+    budget: int | None = None,
+    where: Mapping[str, Any] | None = None,
+    mode: str | None = None,
+    llm: LLM | str | None = None,
+) -> Iterator[str | Answer]:
+    """The answer's text in pieces as it is generated, then the finished Answer."""
+    started = time.perf_counter()
+    settings = index.config.answer
+    name, model = choose(index, strategy or settings.strategy, llm)
+    chosen = create_strategy(name)
+    trace: list[AnswerStep] = []
+    began = time.perf_counter()
+    result = index.retrieve(question, k=k or settings.k, where=where, mode=mode or settings.mode)
+    trace.append(AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
+        "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]}))
+    count = getattr(model, "count_tokens", None) or index.embedder.count_tokens
+    began = time.perf_counter()
+    context = build_context(result.hits, budget or settings.budget, count, question)
+    trace.append(AnswerStep("context", (time.perf_counter() - began) * 1000, {
+        "passages": len(context.passages), "tokens": context.tokens, "budget": context.budget,
+        "notes": list(context.notes)}))
+    request = AnswerRequest(
+        question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
+        count_tokens=count, llm=model if chosen.needs_llm else None, scorer=lambda: scorer(index),
+        support=lambda: support_checker(index), trace=trace, warnings=list(context.notes),
+        search=lambda q: build_context(index.search(q, k=3, where=where, mode=mode or settings.mode),
+                                       max(64, (budget or settings.budget) // 2), count, q),
+    )
+    if chosen.needs_llm and not _relevant_enough(request):
+        yield NO_ANSWER
+        answer = _no_answer(request, name)
+    else:
+        answer = None
+        try:
+            for piece in chosen.stream(request):
+                if isinstance(piece, Answer):
+                    answer = piece
+                else:
+                    yield piece
+        except ServiceUnavailableError as exc:
+            raise ProviderError(
+                f"no LLM is reachable ({exc}); check llm.provider and llm.base_url in ragloom.yaml "
+                "(or RAGLOOM_LLM__BASE_URL), or answer without one: --strategy extractive"
+            ) from exc
+        assert answer is not None, f"the {name} strategy finished without an answer"
+    answer.seconds = time.perf_counter() - started
+    yield answer
+
+
+def ask(index: Index, question: str, **options: Any) -> Answer:
+    answer = None
+    for piece in ask_stream(index, question, **options):
+        if isinstance(piece, Answer):
+            answer = piece
+    assert answer is not None
+    return answer
+
+
+def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM | None]:
+    """The strategy to run and the LLM it gets (None for extractive)."""
+    global _told_no_llm
+    names = strategy_names()
+    if strategy != "auto" and strategy not in names:
+        raise ConfigError(f"no answer strategy named {strategy!r}; choose one of: auto, {', '.join(names)}")
+    if isinstance(llm, LLM):
+        return ("attributed" if strategy == "auto" else strategy), llm
+    config = llm_config(index.config.llm, llm)
+    if strategy == "extractive":
+        return strategy, None
+    reason = llm_unavailable(config)
+    if strategy == "auto":
+        if reason is None:
+            return "attributed", shared_llm(config)
+        if not _told_no_llm:
+            _told_no_llm = True
+            warnings.warn(f"no LLM is available ({reason}); answering with the extractive strategy, which "
+                          "quotes the best sentences of the sources", RagloomWarning, stacklevel=3)
+        return "extractive", None
+    if reason is not None:
+        raise ConfigError(
+            f"the {strategy} strategy needs an LLM, but {reason}. Set llm.provider/llm.model in ragloom.yaml "
+            "(or RAGLOOM_LLM__PROVIDER, --llm PROVIDER[:MODEL]), or use --strategy extractive, which needs none"
+        )
+    return strategy, shared_llm(config)
+
+
+def llm_config(config: LLMConfig, spec: str | None) -> LLMConfig:
+    """``--llm ollama:llama3.2`` or ``--llm qwen2.5-coder-1.5b`` (a local model name) over the config."""
+    if not spec:
+        return config
+    from ..models import LOCAL_LLMS, SMOLLM2
+
+    if spec in LOCAL_LLMS or spec == SMOLLM2 or spec.endswith(".gguf"):
+        return config.model_copy(update={"provider": "llamacpp", "model": spec})
+    provider, model = parse_model_spec(spec)
+    return config.model_copy(update={"provider": provider, "model": model})
+
+
+def scorer(index: Index):  # noqa: ANN201 - a CrossEncoder
+    from ..retrieve.rerankers.cross_encoder import shared_cross_encoder
+
+    return shared_cross_encoder(index.search_context())
+
+
+def support_checker(index: Index):  # noqa: ANN201 - a SupportChecker
+    from .citations import cross_encoder_support, embedding_support, overlap_support
+
+    kind = index.config.answer.support_checker
+    if kind == "cross-encoder":
+        return cross_encoder_support(scorer(index))
+    if kind == "embedding":
+        return embedding_support(index.embedder)
+    return overlap_support
+
+
+def _relevant_enough(request: AnswerRequest) -> bool:
+    """Whether any passage is relevant enough to ask the LLM (else: the sources do not say)."""
+    began = time.perf_counter()
+    passages = request.context.passages
+    best = float(request.scorer().score(request.question, [p.text for p in passages]).max()) if passages else 0.0
+    ok = best >= request.settings.unanswerable_below
+    request.trace.append(AnswerStep("relevance gate", (time.perf_counter() - began) * 1000, {
+        "best": round(best, 4), "threshold": request.settings.unanswerable_below, "passed": ok}))
+    return ok
+
+
+def _no_answer(request: AnswerRequest, strategy: str) -> Answer:
+    from .strategies.base import finish
+
+    return finish(request, NO_ANSWER, strategy)
+
+
+def context_for(index: Index, question: str, *, budget: int | None = None, k: int | None = None,
+                where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
+    """The numbered, budgeted context for ``question`` (``ragloom context``), in the embedder's tokens."""
+    settings = index.config.answer
+    hits = index.search(question, k=k or settings.k, where=where, mode=mode or settings.mode)
+    return build_context(hits, budget or settings.budget, index.embedder.count_tokens, question)

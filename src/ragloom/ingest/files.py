@@ -1,0 +1,174 @@
+"""Which files an ingest reads, under which source id, and reading them safely.
+
+One bad entry never stops an ingest: a name that is not valid UTF-8, a symlink loop, a
+named pipe, a device, an unreadable sub-folder or a file above the size limit is
+reported (``on_error``) and the walk goes on. Only regular files are opened, without
+blocking (a FIFO would otherwise hang the ingest), and never read past the size limit.
+
+A file's source id is its absolute path with the folders resolved but its own name
+kept, so a symlink is indexed under the link's path inside the folder, and deleting the
+link sweeps it from the index like any other file.
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Called with (where, why) for every entry that cannot be read.
+OnError = Callable[[str, str], None]
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class FileRejected(Exception):
+    """A file that is not read; the message says why (shown after its path)."""
+
+
+@dataclass(frozen=True)
+class FileContent:
+    data: bytes
+    mtime: float
+    size: int
+
+
+def source_id(path: str | Path) -> str:
+    """The id a file is indexed under: absolute, folders resolved, the file's own name kept."""
+    absolute = Path(os.path.abspath(os.path.expanduser(path)))
+    if absolute.name in ("", ".", "..") or absolute.is_dir():  # a folder's sources sit under its real path
+        return str(absolute.resolve())
+    return str(absolute.parent.resolve() / absolute.name)
+
+
+def display_name(path: str | Path) -> str:
+    """``path`` as printable text: bytes that are not UTF-8 shown as ``\\xff`` escapes."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+def name_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be a source id (its name is not valid UTF-8), or None."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return "the file name is not valid UTF-8; rename the file (e.g. with `convmv`) to index it"
+    return None
+
+
+def walk(
+    folder: Path,
+    patterns: Sequence[str],
+    exclude: Sequence[str],
+    on_error: OnError,
+    external_links: str = "index",
+    on_skip: OnError | None = None,
+) -> Iterator[Path]:
+    """Files under ``folder`` matching any pattern and no exclusion, in sorted order.
+
+    ``external_links="skip"`` leaves out symlinks whose target lies outside ``folder``
+    (reported to ``on_skip``); with ``"index"`` they are read under the link's own path.
+    """
+    real_folder = folder.resolve()
+
+    def folder_error(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else folder
+        on_error(source_id(where), f"cannot read the folder: {exc.strerror or exc}")
+
+    for root, dirs, files in os.walk(folder, onerror=folder_error):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if not is_selected(path.relative_to(folder).as_posix(), patterns, exclude):
+                continue
+            problem = name_problem(path)
+            if problem is not None:
+                on_error(display_name(source_id(path)), problem)
+                continue
+            if external_links == "skip" and path.is_symlink():
+                target = _link_target(path)
+                if target is not None and not _inside(target, real_folder):
+                    if on_skip is not None:
+                        on_skip(source_id(path), f"a symlink to {target}, outside {folder} (ingest.external_links: skip)")
+                    continue
+            yield path
+
+
+def read_regular_file(path: Path, max_bytes: int) -> FileContent:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else FileRejected."""
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise FileRejected(_os_reason(exc)) from None
+    _check_kind_and_size(info, max_bytes)
+    try:  # O_NONBLOCK: if the file was swapped for a FIFO since the stat, open must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise FileRejected(_os_reason(exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        _check_kind_and_size(info, max_bytes)
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:  # it grew while being read
+        raise FileRejected(_too_large(len(data), max_bytes))
+    return FileContent(data, info.st_mtime, len(data))
+
+
+def _check_kind_and_size(info: os.stat_result, max_bytes: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((label for test, label in _KINDS if test(info.st_mode)), "not a regular file")
+        raise FileRejected(f"skipped: {kind}, not a regular file")
+    if info.st_size > max_bytes:
+        raise FileRejected(_too_large(info.st_size, max_bytes))
+
+
+def _too_large(size: int, max_bytes: int) -> str:
+    return (
+        f"skipped: larger than {_megabytes(max_bytes)} ({_megabytes(size)}); "
+        "raise ingest.max_file_mb to index it"
+    )
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1_000_000:.4g} MB"
+
+
+def _os_reason(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "cannot read: a symlink loop (the link points, through other links, back to itself)"
+    if exc.errno == errno.ENOENT:
+        return "cannot read: a broken symlink or a file deleted meanwhile"
+    return f"cannot read: {exc.strerror or exc}"
+
+
+def _link_target(path: Path) -> Path | None:
+    try:
+        return path.resolve(strict=True)
+    except (OSError, RuntimeError):  # a loop or a dangling link: reported when it is read
+        return None
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def is_selected(relative: str, patterns: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a file at ``relative`` (a POSIX path inside a folder) is read when the folder is ingested."""
+    return not any(_glob_match(relative, p) for p in exclude) and any(_glob_match(relative, p) for p in patterns)
+
+
+def _glob_match(relative: str, pattern: str) -> bool:
+    if fnmatch.fnmatch(relative, pattern):
+        return True
+    # "**/" may match zero folders: "**/*.md" also matches "top.md".
+    return pattern.startswith("**/") and fnmatch.fnmatch(relative, pattern[3:])

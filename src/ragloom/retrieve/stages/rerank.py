@@ -1,0 +1,103 @@
+"""``rerank``: rescore the best ``top_n`` hits with a cross-encoder, replacing or blending the score.
+
+The local provider runs the packaged ms-marco-MiniLM-L-12-v2 (INT8 ONNX) on every core;
+``cohere`` calls Cohere's rerank API through the same stage. ``mode: blend`` (the
+default) is the convex combination of the min-max normalised cross-encoder score and the
+min-max normalised incoming score, ``weight`` being the cross-encoder's share; hits below
+``top_n`` are not read by the model and score as if it gave them its lowest value, so
+they stay below every reranked hit with a higher incoming score. ``mode: replace`` ranks
+the reranked hits by the model alone, the rest after them in their incoming order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...types import Hit
+from ..base import QueryPlan, SearchContext, with_score
+from ..fusion import min_max
+
+#: Cross-encoder share of the blended score, tuned on SciFact train (benchmarks/pipeline.py).
+DEFAULT_WEIGHT = 0.5
+
+
+class RerankOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: Literal["local", "cohere"] = Field("local", description="local: packaged ONNX cross-encoder; cohere: API")
+    model: str | None = Field(None, description="local: packaged name or a folder with model.onnx; cohere: model name")
+    top_n: int = Field(20, ge=1, description="hits rescored by the model; the rest keep their order below")
+    mode: Literal["blend", "replace"] = Field("blend", description="blend with the incoming score, or replace it")
+    weight: float = Field(DEFAULT_WEIGHT, ge=0.0, le=1.0, description="blend: the cross-encoder's share")
+    batch_size: int = Field(16, ge=1, description="pairs per model call (local)")
+    max_tokens: int = Field(320, ge=16, description="query + passage tokens the local model reads")
+    threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores")
+    base_url: str | None = Field(None, description="cohere: API URL (default https://api.cohere.com)")
+    api_key_env: str | None = Field(None, description="cohere: variable holding the key (default COHERE_API_KEY)")
+    timeout: float = Field(60.0, gt=0, description="cohere: seconds per request")
+    max_retries: int = Field(4, ge=0, description="cohere: retries on 429/5xx")
+    retry_base_delay: float = Field(0.5, ge=0, description="cohere: first retry delay, doubled each time")
+
+
+class RerankStage:
+    name: ClassVar[str] = "rerank"
+    Options = RerankOptions
+
+    def __init__(self, options: RerankOptions | None = None) -> None:
+        self.options = options or RerankOptions()
+
+    def wants(self, k: int) -> int:
+        return max(k, self.options.top_n)
+
+    def process(self, plan: QueryPlan, hits: list[Hit], context: SearchContext) -> list[Hit]:
+        if not hits:
+            return hits
+        top = hits[: self.options.top_n]
+        model = context.component(self._key(), self._load)
+        # The local cross-encoder's raw logits (what the blend weight was tuned on); Cohere's 0..1 scores.
+        relevance = getattr(model, "logits", model.score)
+        raw = np.asarray(relevance(plan.text, [hit.text for hit in top]), dtype=np.float64)
+        return rerank_scores(hits, raw, self.options.mode, self.options.weight)
+
+    def _key(self) -> str:
+        o = self.options
+        return f"rerank:{o.provider}:{o.model}:{o.max_tokens}:{o.threads}:{o.batch_size}:{o.base_url}"
+
+    def _load(self) -> Any:
+        o = self.options
+        if o.provider == "cohere":
+            from ...providers.cohere import CohereClient
+            from ..rerankers.cohere import CohereReranker
+
+            client = CohereClient(o.base_url, api_key_env=o.api_key_env, timeout=o.timeout,
+                                  max_retries=o.max_retries, retry_base_delay=o.retry_base_delay)
+            return CohereReranker(o.model, client=client)
+        from ..rerankers.cross_encoder import CrossEncoder
+
+        return CrossEncoder(o.model, threads=o.threads, batch_size=o.batch_size, max_length=o.max_tokens)
+
+
+def rerank_scores(hits: Sequence[Hit], model_scores: np.ndarray, mode: str, weight: float) -> list[Hit]:
+    """Hits reordered by the model's scores of the first ``len(model_scores)`` of them (pure)."""
+    n = len(model_scores)
+    model_n = min_max({str(i): float(s) for i, s in enumerate(model_scores)})
+    incoming = min_max({str(i): hit.score for i, hit in enumerate(hits)})
+    if mode == "replace":
+        top = [with_score(hits[i], float(model_scores[i]), "rerank") for i in range(n)]
+        top.sort(key=lambda h: -h.score)
+        floor = min((h.score for h in top), default=0.0)
+        # The rest stay in incoming order, each below the lowest reranked score.
+        rest = [with_score(hit, floor - 1.0 - i, None) for i, hit in enumerate(hits[n:])]
+        return top + rest
+    out = []
+    for i, hit in enumerate(hits):
+        cross = model_n[str(i)] if i < n else 0.0
+        blended = weight * cross + (1.0 - weight) * incoming[str(i)]
+        scored = with_score(hit, blended, None)
+        if i < n:
+            scored.scores["rerank"] = float(model_scores[i])
+        out.append(scored)
+    return sorted(out, key=lambda h: -h.score)

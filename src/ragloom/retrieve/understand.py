@@ -1,0 +1,167 @@
+"""Query understanding: deterministic rules that turn parts of a query into a plan.
+
+``source:guide.md``, ``tag:x``, ``after:2024-01-01`` (the operators in
+``search.understand.operators``) become filters; ``"a quoted phrase"`` must appear in
+every hit; pattern rules (``phase 2`` -> boost or filter ``phase = 2``) become filters
+or boost hints; a query that looks like an identifier (``snake_case``, ``CamelCase``,
+``E1234``) gets more lexical weight (``hints["alpha"]``). Operators are removed from the
+text the retrievers see. Anything that does not parse — an unknown operator, an empty
+value, a date that is not one, an unbalanced quote — stays in the text as words: the
+user's query is never an error.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from ..config import MatchRule, OperatorRule, UnderstandConfig
+from ..filters import Condition
+
+_OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
+_PHRASE = re.compile(r'"([^"]+)"')
+_DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+@dataclass
+class Understood:
+    """What the rules made of a query; ``Index`` copies it into the ``QueryPlan``."""
+
+    text: str
+    conditions: list[Condition] = field(default_factory=list)
+    where: dict[str, Any] = field(default_factory=dict)
+    phrases: list[str] = field(default_factory=list)
+    hints: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def understand(
+    query: str, settings: UnderstandConfig, sources: Callable[[], Sequence[str]] = lambda: ()
+) -> Understood:
+    """Apply the rules to ``query``. ``sources`` lists the index's source paths (for ``source:``)."""
+    if not settings.enabled:
+        return Understood(query)
+    result = Understood(query)
+    text = _operators(query, settings, sources, result)
+    if settings.phrases:
+        text = _phrases(text, result)
+    for rule in settings.rules:
+        text = _rule(text, rule, result)
+    text = " ".join(text.split())
+    if not text:  # only operators: search for their values rather than for nothing
+        text = " ".join(result.hints.pop("operator_values", [])) or " ".join(query.replace('"', " ").split()) or query
+    result.hints.pop("operator_values", None)
+    result.text = text
+    if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
+        result.hints["alpha"] = settings.identifier_alpha
+        result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")
+    return result
+
+
+def is_identifier(text: str, patterns: Sequence[str]) -> bool:
+    words = text.split()
+    compiled = [re.compile(p) for p in patterns]
+    return bool(words) and len(words) <= 3 and all(any(p.search(w) for p in compiled) for w in words)
+
+
+def _operators(query: str, settings: UnderstandConfig, sources: Callable[[], Sequence[str]], out: Understood) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name, value = match.group(1).lower(), match.group(2) if match.group(2) is not None else match.group(3)
+        rule = settings.operators.get(name)
+        if rule is None or not value:
+            return match.group(0)  # not an operator we know, or no value: plain text
+        condition = _operator_condition(rule, value, sources)
+        if condition is None:
+            out.notes.append(f"{match.group(0)!r} is not a valid {name}: value; searched as text")
+            return match.group(0)
+        out.conditions.append(condition)
+        out.where.setdefault(condition.key, {})[condition.op] = condition.value
+        out.notes.append(f"{name}:{value} -> filter {_describe(condition)}")
+        out.hints.setdefault("operator_values", []).append(re.sub(r"[^\w\s-]", " ", value))
+        return " "
+
+    return _OPERATOR.sub(replace, query)
+
+
+def _operator_condition(rule: OperatorRule, value: str, sources: Callable[[], Sequence[str]]) -> Condition | None:
+    if rule.op == "source":
+        matching = sorted(path for path in sources() if _names_source(path, value))
+        return Condition(rule.field, "$in", tuple(matching)) if matching else Condition(rule.field, "$eq", value)
+    if rule.value_type == "date":
+        if not _DATE.match(value) or not _valid_date(value):
+            return None
+        return Condition(rule.field, rule.op, value)
+    if rule.value_type == "int":
+        try:
+            return Condition(rule.field, rule.op, int(value))
+        except ValueError:
+            return None
+    return Condition(rule.field, rule.op, value)
+
+
+def _names_source(path: str, value: str) -> bool:
+    """``guide.md`` names ``/docs/guide.md``; globs (``docs/*.md``) match the path's tail."""
+    normal = path.replace("\\", "/")
+    if normal == value or normal.endswith("/" + value.lstrip("/")):
+        return True
+    return any(ch in value for ch in "*?[") and (
+        fnmatch.fnmatch(normal, value) or fnmatch.fnmatch(normal, "*/" + value.lstrip("/"))
+    )
+
+
+def _valid_date(value: str) -> bool:
+    parts = [int(p) for p in value.split("-")] + [1, 1]
+    try:
+        date(parts[0], parts[1], parts[2])
+    except ValueError:
+        return False
+    return True
+
+
+def _phrases(text: str, out: Understood) -> str:
+    if text.count('"') % 2:  # unbalanced: the quotes are just characters
+        return text
+    for phrase in _PHRASE.findall(text):
+        phrase = " ".join(phrase.split())
+        if phrase:
+            out.phrases.append(phrase)
+            out.notes.append(f'"{phrase}" must appear in every hit')
+    # The phrase's words stay in the text, so BM25 and the embedding still see them.
+    return _PHRASE.sub(lambda m: f" {m.group(1)} ", text)
+
+
+def _rule(text: str, rule: MatchRule, out: Understood) -> str:
+    if rule.action == "off":
+        return text
+    try:
+        pattern = re.compile(rule.pattern, re.IGNORECASE)
+    except re.error:
+        out.notes.append(f"rule for {rule.field}: pattern {rule.pattern!r} is not a valid regex; skipped")
+        return text
+    match = pattern.search(text)
+    if match is None or not match.groups() or match.group(1) is None:
+        return text
+    raw = match.group(1)
+    try:
+        value: Any = {"int": int, "float": float, "str": str}[rule.value_type](raw)
+    except ValueError:
+        return text
+    if rule.action == "filter":
+        condition = Condition(rule.field, "$eq", value)
+        out.conditions.append(condition)
+        out.where.setdefault(rule.field, {})["$eq"] = value
+        out.notes.append(f"{match.group(0)!r} -> filter {rule.field} = {value!r}")
+    else:
+        out.hints.setdefault("boost", []).append({"field": rule.field, "value": value, "weight": rule.weight})
+        out.notes.append(f"{match.group(0)!r} -> boost {rule.field} = {value!r} by +{rule.weight:g} (boosts stage)")
+    return text[: match.start()] + " " + text[match.end():] if rule.strip else text
+
+
+def _describe(condition: Condition) -> str:
+    symbol = {"$eq": "=", "$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<=", "$in": "in"}.get(condition.op, condition.op)
+    value = list(condition.value) if isinstance(condition.value, tuple) else condition.value
+    return f"{condition.key} {symbol} {value!r}"

@@ -1,0 +1,219 @@
+"""The HTTP API: ``create_app(config)`` returns a FastAPI app serving one index under /v1.
+
+Each group of endpoints is a router module in ``server/routes``; adding one (answers:
+``routes/answers.py`` for /v1/context and /v1/ask) is a new module listed in ``ROUTERS``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..config import Config
+from ..errors import RagloomError
+from ..types import IngestReport
+from .errors import ApiError, classify
+from .jobs import IngestJobs
+from .metrics import Metrics
+from .schemas import IngestJobModel
+from .security import configured_key
+from .service import IndexService
+
+log = logging.getLogger("ragloom.server")
+T = TypeVar("T")
+
+#: Router modules under ragloom.server.routes, each exposing ``router`` (with its /v1 prefix).
+ROUTERS = ("search", "ingest", "sources", "status")
+
+
+def package_version() -> str:
+    try:
+        return version("ragloom")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass
+class ServerState:
+    """What every endpoint reaches through ``request.app.state.ragloom``."""
+
+    config: Config
+    service: IndexService
+    jobs: IngestJobs
+    metrics: Metrics
+    api_key: str | None
+    limiter: anyio.CapacityLimiter
+    upload_dir: Path
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking index work on a worker thread, at most one per reader."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
+
+
+def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
+    """The API for the index ``config.index``; ``service`` may be shared with MCP or a watcher."""
+    settings = config.server
+    owned = service is None
+    service = service or IndexService(config)
+    metrics: Metrics
+
+    def on_finish(job: IngestJobModel, report: IngestReport | None) -> None:
+        metrics.observe_job(job.state, report)
+
+    jobs = IngestJobs(service, on_finish=on_finish)
+    metrics = Metrics(service.stats, jobs.running)
+    upload_dir = Path(settings.upload_dir).expanduser() if settings.upload_dir else service.path / "uploads"
+    state = ServerState(config, service, jobs, metrics, configured_key(settings),
+                        anyio.CapacityLimiter(service.reader_count), upload_dir.resolve())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        yield
+        jobs.close()
+        if owned:
+            service.close()
+
+    app = FastAPI(
+        title="ragloom", version=package_version(), lifespan=lifespan,
+        description="Search your own documents by meaning, with sources. Writes need an API key.",
+    )
+    app.state.ragloom = state
+    for name in ROUTERS:
+        module = __import__(f"ragloom.server.routes.{name}", fromlist=["router"])
+        app.include_router(module.router)
+    from .routes import web
+
+    web.install(app)
+    _add_error_handlers(app)
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type"])
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status, headers=headers)
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        return error_response(422, "invalid_request", problems or "the request is not valid")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"there is no endpoint at {request.url.path}; see /docs for the API"
+        return error_response(exc.status_code, codes.get(exc.status_code, f"http_{exc.status_code}"), message,
+                              headers=getattr(exc, "headers", None))
+
+    async def _classified(request: Request, exc: Exception) -> JSONResponse:
+        status, code, message = classify(exc)
+        if status >= 500 and not isinstance(exc, ApiError):
+            log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return error_response(status, code, message, headers)
+
+    # ragloom's own errors are answered where they happen; anything else reaches Starlette's
+    # outermost handler, which answers with the same JSON (and logs the traceback, never sends it).
+    app.add_exception_handler(RagloomError, _classified)
+    app.add_exception_handler(Exception, _classified)
+
+
+class BodyLimitMiddleware:
+    """413 for a request body larger than ``limit`` bytes, declared or streamed.
+
+    A streamed body is cut off where it crosses the limit; whatever the app then answers
+    (FastAPI turns a failed body read into a 400) is replaced by the 413.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        too_large = error_response(
+            413, "payload_too_large", f"the request body is larger than {self.limit} bytes (server.max_body_bytes)")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await too_large(scope, receive, send)
+            return
+        seen, exceeded, answered = 0, False, False
+
+        async def limited() -> Message:
+            nonlocal seen, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    exceeded = True
+                    raise ApiError(413, "payload_too_large", "request body too large")
+            return message
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            if not exceeded:
+                await send(message)
+            elif not answered:
+                answered = True
+                await too_large(scope, receive, send)
+
+        try:
+            await self.app(scope, limited, sending)
+        except Exception:
+            if not exceeded:
+                raise
+        if exceeded and not answered:
+            await too_large(scope, receive, send)
+
+
+class MetricsMiddleware:
+    """Counts requests and times them, labelled by route template (not the raw path)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            label = getattr(route, "path", None) or "unmatched"
+            self.metrics.observe_request(scope["method"], label, status, time.perf_counter() - started)

@@ -1,0 +1,124 @@
+"""POST /v1/ingest (uploaded files, or paths under the allowed roots) and GET /v1/ingest/{job}."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from ...ingest.loaders import is_supported, supported_extensions
+from ..errors import ApiError
+from ..schemas import IngestJobModel, IngestPathsRequest
+from ..security import check_folder_contents, resolve_inside
+from . import ERRORS, Reader, Writer
+
+router = APIRouter(prefix="/v1", tags=["ingest"])
+
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": IngestPathsRequest.model_json_schema()},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                    "required": ["files"],
+                }
+            },
+        },
+    }
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_COPY_CHUNK = 1 << 20
+
+
+@router.post("/ingest", status_code=202, response_model=IngestJobModel, responses=ERRORS, openapi_extra=_BODY_DOC)
+async def ingest(request: Request, response: Response, state: Writer) -> IngestJobModel:
+    """Start an ingest in the background; poll GET /v1/ingest/{id} for its progress and report.
+
+    Send files as multipart/form-data (field ``files``), or JSON ``{"paths": [...]}`` naming
+    files and folders inside ``server.allowed_roots``.
+    """
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        paths = await _save_uploads(request, state)
+        job = state.jobs.submit([str(p) for p in paths], origin="upload")
+    else:
+        try:
+            body = IngestPathsRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+            raise ApiError(422, "invalid_request", problems) from None
+        settings, ingest_settings = state.config.server, state.config.ingest
+        resolved = [resolve_inside(raw, settings.allowed_roots) for raw in body.paths]
+        for path in resolved:
+            if path.is_dir():
+                await state.run(check_folder_contents, path, settings.allowed_roots,
+                                body.glob or ingest_settings.glob, ingest_settings.exclude)
+        job = state.jobs.submit([str(p) for p in resolved], origin="api", glob=body.glob)
+    response.headers["Location"] = f"/v1/ingest/{job.id}"
+    return job
+
+
+@router.get("/ingest", response_model=list[IngestJobModel], responses=ERRORS)
+async def ingest_jobs(state: Reader, last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
+    """Recent ingest jobs, newest first: from the API, from uploads and from watched folders."""
+    return state.jobs.recent(last)
+
+
+@router.get("/ingest/{job_id}", response_model=IngestJobModel, responses=ERRORS)
+async def ingest_job(job_id: str, state: Reader) -> IngestJobModel:
+    """An ingest job: queued, running (with files and chunks done so far), done (with its report) or failed."""
+    job = state.jobs.get(job_id)
+    if job is None:
+        raise ApiError(404, "job_not_found", f"no ingest job {job_id!r}; finished jobs are kept for a while, not forever")
+    return job
+
+
+async def _save_uploads(request: Request, state) -> list[Path]:  # noqa: ANN001
+    settings = state.config.server
+    form = await request.form(max_files=100, max_fields=100)
+    uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile)]
+    if not uploads:
+        raise ApiError(422, "invalid_request", "send the documents as multipart form field `files`")
+    names = [_safe_name(upload.filename or "") for upload in uploads]
+    state.upload_dir.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for upload, name in zip(uploads, names):
+        saved.append(await _store(upload, state.upload_dir / name, settings.max_upload_bytes))
+    await form.close()
+    return saved
+
+
+def _safe_name(filename: str) -> str:
+    """A file name without folders or unusual characters; the extension picks the loader."""
+    name = _UNSAFE.sub("_", Path(filename.replace("\\", "/")).name).lstrip(".")
+    if not name or not is_supported(Path(name)):
+        raise ApiError(415, "unsupported_format",
+                       f"{filename or '(no name)'}: unsupported file type; ragloom reads: {', '.join(sorted(supported_extensions()))}")
+    return name
+
+
+async def _store(upload: UploadFile, target: Path, limit: int) -> Path:
+    """Copy an upload next to ``target`` and move it into place, refusing more than ``limit`` bytes."""
+    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=".upload-")
+    written = 0
+    try:
+        with os.fdopen(handle, "wb") as out:
+            while block := await upload.read(_COPY_CHUNK):
+                written += len(block)
+                if written > limit:
+                    raise ApiError(413, "upload_too_large",
+                                   f"{upload.filename} is larger than {limit} bytes (server.max_upload_bytes)")
+                out.write(block)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

@@ -1,0 +1,21 @@
+"""POST /v1/search."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from ..schemas import SearchRequest, SearchResponse
+from . import ERRORS, Reader
+
+router = APIRouter(prefix="/v1", tags=["search"])
+
+
+@router.post("/search", response_model=SearchResponse, responses=ERRORS)
+async def search(body: SearchRequest, state: Reader) -> SearchResponse:
+    """The passages that best match a query, best first, with sources and matched-term spans;
+    with ``explain``, also the query plan and each pipeline step's trace."""
+    result = await state.run(state.service.search, body.query, body.k, where=body.where, mode=body.mode,
+                             explain=body.explain)
+    state.metrics.searches.labels(result.mode).inc()
+    state.metrics.search_hits.inc(len(result.hits))
+    return result

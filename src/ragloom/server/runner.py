@@ -1,0 +1,50 @@
+"""``ragloom serve``: the HTTP API under uvicorn, optionally watching folders."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ..config import Config
+from ..optional import require
+from ..types import IngestReport
+from .watch import Batch
+
+log = logging.getLogger("ragloom.server")
+
+
+def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), log_level: str = "info") -> None:
+    """Serve the index until interrupted."""
+    uvicorn = require("uvicorn", extra="server", feature="ragloom serve")
+    require("fastapi", extra="server", feature="ragloom serve")
+    from .app import create_app
+    from .service import IndexService
+    from .watch import FolderWatcher, apply_through_jobs
+
+    if not logging.getLogger().handlers:  # uvicorn configures only its own loggers
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
+    service = IndexService(config)
+    try:
+        app = create_app(config, service)
+        state = app.state.ragloom
+        watcher = None
+        if watch:
+            watcher = FolderWatcher(watch, config, apply_through_jobs(state.jobs),
+                                    ignore=[service.path, state.upload_dir], on_batch=log_batch)
+            watcher.start()
+        try:
+            uvicorn.run(app, host=host, port=port, log_level=log_level)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+    finally:
+        service.close()
+
+
+def log_batch(batch: Batch, report: IngestReport | None, error: Exception | None) -> None:
+    if error is not None:
+        log.warning("watch: %s", error)
+    elif report is not None:
+        summary = report.summary()
+        log.info("watch: added %d, updated %d, removed %d, failed %d",
+                 summary["added"], summary["updated"], summary["removed"], summary["failed"])

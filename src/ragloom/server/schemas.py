@@ -1,0 +1,160 @@
+"""Request and response models of the HTTP API and the MCP tools.
+
+Response models are derived from ragloom's dataclasses (``Hit``, ``SourceRecord``,
+``IngestReport``, ``IndexStats``, ``AuditEntry``), so a field added to one of them shows up
+in the API and its OpenAPI schema without a second definition to keep in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import typing
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ..retrieve.base import QueryPlan, StageTrace
+from ..stores.base import AuditEntry
+from ..types import FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+
+
+def model_from_dataclass(
+    cls: type, *, name: str | None = None, extra: dict[str, tuple[Any, Any]] | None = None,
+    exclude: tuple[str, ...] = (),
+) -> type[BaseModel]:
+    """A pydantic model with the dataclass's fields (and ``extra`` ones, e.g. its properties).
+
+    Build instances with ``Model.model_validate(obj, from_attributes=True)``: properties are
+    read like fields.
+    """
+    hints = typing.get_type_hints(cls)
+    fields: dict[str, Any] = {}
+    for item in dataclasses.fields(cls):
+        if item.name in exclude:
+            continue
+        if item.default is not dataclasses.MISSING:
+            default: Any = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = Field(default_factory=item.default_factory)
+        else:
+            default = ...
+        fields[item.name] = (hints[item.name], default)
+    fields.update(extra or {})
+    return create_model(  # type: ignore[call-overload]
+        name or cls.__name__, __doc__=cls.__doc__, __config__=ConfigDict(from_attributes=True), **fields
+    )
+
+
+def source_id(path: str) -> str:
+    """A short, URL-safe, stable id for a source (its path is the store's key)."""
+    return hashlib.sha256(path.encode("utf-8")).hexdigest()[:16]
+
+
+# -- responses derived from the library's types ---------------------------------------------------
+HitModel = model_from_dataclass(Hit, extra={
+    "doc_id": (str, ""), "section": (str, ""), "page": (int | None, None), "chunk_index": (int, 0),
+    "source_id": (str, ""),
+    "highlights": (list[tuple[int, int]], Field(default_factory=list,
+                   description="character spans of the text that match the query's terms")),
+})
+SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={"id": (str, "")})
+FailureModel = model_from_dataclass(FileFailure, name="FileFailure")
+IngestReportModel = model_from_dataclass(
+    IngestReport, exclude=("failed",), extra={"failed": (list[FailureModel], Field(default_factory=list))},  # type: ignore[valid-type]
+)
+StatusModel = model_from_dataclass(IndexStats, name="Status", extra={
+    "jobs_pending": (int, 0), "version": (str, ""), "readers": (int, 0), "writes_enabled": (bool, False),
+})
+AuditEntryModel = model_from_dataclass(AuditEntry, name="AuditEntry")
+# The plan without its parsed conditions and free-form hints (internal); ``notes`` says them in words.
+PlanModel = model_from_dataclass(QueryPlan, name="QueryPlan", exclude=("conditions", "hints"))
+TraceModel = model_from_dataclass(StageTrace, name="StageTrace")
+
+
+def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
+    return HitModel.model_validate({
+        **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
+        "doc_id": hit.doc_id, "section": hit.section, "page": hit.page, "chunk_index": hit.chunk_index,
+        "source_id": source_id(hit.source), "highlights": highlights or [],
+    })
+
+
+def source_model(record: SourceRecord) -> BaseModel:
+    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path)})
+
+
+def report_model(report: IngestReport) -> BaseModel:
+    return IngestReportModel.model_validate(dataclasses.asdict(report))
+
+
+# -- requests -------------------------------------------------------------------------------------
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(..., min_length=1, description="what to look for, in plain words")
+    k: int | None = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
+    where: dict[str, Any] | None = Field(
+        None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
+    )
+    mode: str | None = Field(
+        None, description="a search preset: hybrid, dense, lexical or one defined under search.presets; "
+        "None = search.pipeline, else search.mode",
+    )
+    explain: bool = Field(False, description="also return the query plan and each pipeline step's trace")
+
+
+class SearchResponse(BaseModel):
+    query: str
+    mode: str
+    k: int
+    took_ms: float
+    hits: list[HitModel]  # type: ignore[valid-type]
+    warnings: list[str] = Field(default_factory=list)
+    plan: PlanModel | None = Field(None, description="with explain: what the search asked for")  # type: ignore[valid-type]
+    trace: list[TraceModel] | None = Field(  # type: ignore[valid-type]
+        None, description="with explain: per pipeline step, its time, hits in and out, and scores after it")
+
+
+class IngestPathsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    paths: list[str] = Field(..., min_length=1, description="files and folders inside server.allowed_roots")
+    glob: list[str] | None = Field(None, description="only files of a folder matching these patterns")
+
+
+JobState = Literal["queued", "running", "done", "failed"]
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(..., description="stable, machine-readable error code")
+    message: str = Field(..., description="what happened and what to do about it")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class IngestJobModel(BaseModel):
+    """An ingest running in the background; poll GET /v1/ingest/{id}."""
+
+    id: str
+    state: JobState
+    origin: str = Field(..., description="api, upload or watch")
+    paths: list[str] = Field(..., description="files and folders ingested")
+    remove: list[str] = Field(default_factory=list, description="sources removed first (watch: deleted files)")
+    created_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+    files_total: int | None = None
+    files_done: int = 0
+    chunks_to_embed: int = 0
+    chunks_embedded: int = 0
+    current: str | None = Field(None, description="the file being read")
+    report: IngestReportModel | None = None  # type: ignore[valid-type]
+    error: ErrorBody | None = None
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str

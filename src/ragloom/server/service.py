@@ -1,0 +1,169 @@
+"""One index served to many callers at once: a pool of readers and a single writer.
+
+An ``Index`` holds one SQLite connection and in-memory copies of the derived indexes, so it
+is used by one thread at a time. Searches take a reader from a pool (each reader is its own
+``Index`` on the same directory, sharing the embedder); ingest and removal go through one
+writer ``Index`` behind a lock, on the ingest worker's thread. SQLite's WAL lets readers
+read while the writer commits one source at a time; the index's write lock
+(``write.lock``, a per-open-file ``flock``) also tells the readers in this process that a
+writer is active, so they never rewrite the derived files under it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import IndexLockedError, QueryError
+from ..index import Index
+from ..stores.base import AuditEntry
+from ..types import Hit, IndexStats, SourceRecord
+from .highlight import matched_spans, query_terms
+from .schemas import PlanModel, SearchResponse, TraceModel, hit_model, source_id
+
+
+class IndexService:
+    """Searches in parallel, writes one at a time; shared by the HTTP API, MCP and watch."""
+
+    def __init__(self, config: Config, *, readers: int | None = None) -> None:
+        self.config = config
+        self.path = Path(config.index).expanduser()
+        self.writer = Index.open(self.path, config, create=True)
+        self._write_lock = threading.Lock()
+        embedder = self.writer.embedder  # loaded once, shared by every reader
+        self._readers: queue.LifoQueue[Index] = queue.LifoQueue()
+        self._all_readers: list[Index] = []
+        for _ in range(readers or config.server.search_threads):
+            reader = Index.open(self.path, config, embedder=embedder)
+            self._all_readers.append(reader)
+            self._readers.put(reader)
+        self.reader_count = len(self._all_readers)
+        self._writes = 0  # bumped after every write; a reader that saw fewer reloads its BM25 view
+        self._seen: dict[int, int] = {}
+
+    def close(self) -> None:
+        for reader in self._all_readers:
+            reader.close()
+        with self._write_lock:
+            self.writer.close()
+
+    # -- readers ----------------------------------------------------------------------------------
+    @contextmanager
+    def reader(self) -> Iterator[Index]:
+        """An index for this thread alone, returned to the pool afterwards."""
+        index = self._readers.get()
+        try:
+            writes = self._writes
+            if self._seen.get(id(index)) != writes:
+                _reload_lexical(index)
+                self._seen[id(index)] = writes
+            yield index
+        finally:
+            self._readers.put(index)
+
+    def search(
+        self, query: str, k: int | None = None, *, where: Mapping[str, Any] | None = None, mode: str | None = None,
+        explain: bool = False,
+    ) -> SearchResponse:
+        started = time.perf_counter()
+        settings = self.config.search
+        if len(query) > self.config.server.max_query_chars:
+            raise QueryTooLongError(
+                f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
+                "(server.max_query_chars)"
+            )
+        # Index.search reports these through warnings.warn, which threads serving many requests
+        # cannot catch per request (catch_warnings is process-wide): they go into the response.
+        notes: list[str] = []
+        k_used = settings.k if k is None else min(max(k, settings.k_min), settings.k_max)
+        if k is not None and k_used != k:
+            notes.append(f"k={k} is outside the allowed range {settings.k_min}..{settings.k_max}; using k={k_used}")
+        with self.reader() as index:
+            if index.store.count() == 0 and query.strip():
+                notes.append("the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
+                result = None
+            else:
+                result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
+        terms = query_terms(query)
+        hits: list[Hit] = result.hits if result is not None else []
+        response = SearchResponse(
+            query=query, mode=result.plan.preset if result is not None else (mode or settings.mode), k=k_used,
+            took_ms=(time.perf_counter() - started) * 1000,
+            hits=[hit_model(hit, matched_spans(hit.text, terms)) for hit in hits], warnings=notes,
+        )
+        if explain and result is not None:
+            response.plan = PlanModel.model_validate(result.plan, from_attributes=True)
+            response.trace = [TraceModel.model_validate(step, from_attributes=True) for step in result.trace]
+        return response
+
+    def stats(self) -> IndexStats:
+        with self.reader() as index:
+            return index.stats()
+
+    def sources(self) -> list[SourceRecord]:
+        with self.reader() as index:
+            return index.sources()
+
+    def source(self, sid: str) -> SourceRecord:
+        for record in self.sources():
+            if source_id(record.path) == sid:
+                return record
+        raise UnknownSourceError(f"no source has the id {sid!r}; list them with GET /v1/sources")
+
+    def source_text(self, sid: str) -> tuple[SourceRecord, list[Hit]]:
+        """A source and its chunks in document order (as hits without scores)."""
+        record = self.source(sid)
+        with self.reader() as index:
+            chunks, _ = index.store.export_source(record.path)
+        hits = [Hit(chunk_id=c.id, text=c.text, score=0.0, rank=i, source=c.source, metadata=c.metadata)
+                for i, c in enumerate(chunks, start=1)]
+        return record, hits
+
+    def audit(self, last: int) -> list[AuditEntry]:
+        with self.reader() as index:
+            return index.audit(last)
+
+    # -- the writer -------------------------------------------------------------------------------
+    @contextmanager
+    def writing(self, wait: float | None = None) -> Iterator[Index]:
+        """The writer index, held by this thread alone; IndexLockedError after ``wait`` seconds."""
+        if not self._write_lock.acquire(timeout=-1 if wait is None else wait):
+            raise IndexLockedError("an ingest is running on this index; try again when it has finished")
+        try:
+            yield self.writer
+        finally:
+            self._writes += 1
+            self._write_lock.release()
+
+    def remove_source(self, sid: str, wait: float = 5.0) -> list[str]:
+        record = self.source(sid)
+        with self.writing(wait) as index:
+            return index.remove(record.path)
+
+
+def _reload_lexical(index: Index) -> None:
+    """Show a reader the writer's last BM25 commit now. The embedded store's tantivy readers
+    reload on their own only after a delay (about half a second), so a search right after an
+    ingest would miss the new chunks on the lexical side."""
+    lexical = getattr(index.store, "lexical", None)
+    reload = getattr(getattr(lexical, "index", None), "reload", None)
+    if callable(reload):
+        reload()
+
+
+class QueryTooLongError(QueryError):
+    """The query is longer than server.max_query_chars."""
+
+    status, code = 422, "query_too_long"
+
+
+class UnknownSourceError(QueryError, LookupError):
+    """No source has the given id."""
+
+    status, code = 404, "source_not_found"

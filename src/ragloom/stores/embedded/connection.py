@@ -1,0 +1,104 @@
+"""Opening an index database read-write or read-only, with damage reported as such.
+
+Every statement runs through ``GuardedCursor``, so a damaged file ("file is not a
+database", "database disk image is malformed") or a write to a read-only index is a
+``RagloomError`` that says what to do, wherever in the store it is first noticed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ...errors import IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
+
+SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 14, 26
+
+
+def translated(exc: sqlite3.Error, path: Path) -> Exception:
+    """The ragloom error for a SQLite error, or ``exc`` itself when it is not about the file."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    text = str(exc)
+    if code in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in text or "not a database" in text:
+        return IndexDamagedError(
+            f"the index database {path} is damaged ({text}); rebuild the index with "
+            "`ragloom ingest --rebuild PATH...` (the damaged one is kept beside it), or restore it from a backup"
+        )
+    if code == SQLITE_READONLY or "readonly database" in text:
+        return IndexReadOnlyError(
+            f"the index at {path.parent} is read-only here ({text}); reading works, writing needs "
+            "write permission on the folder and its files"
+        )
+    return exc
+
+
+class GuardedCursor(sqlite3.Cursor):
+    def _guard(self, run: Any, *args: Any) -> Any:
+        try:
+            return run(*args)
+        except sqlite3.Error as exc:
+            error = translated(exc, getattr(self.connection, "index_path", Path("ragloom.sqlite")))
+            if error is exc:
+                raise
+            raise error from exc
+
+    def execute(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self._guard(super().execute, *args)
+
+    def executemany(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self._guard(super().executemany, *args)
+
+    def fetchone(self) -> Any:
+        return self._guard(super().fetchone)
+
+    def fetchmany(self, *args: Any) -> list[Any]:
+        return self._guard(super().fetchmany, *args)
+
+    def fetchall(self) -> list[Any]:
+        return self._guard(super().fetchall)
+
+    def __next__(self) -> Any:
+        return self._guard(super().__next__)
+
+
+class GuardedConnection(sqlite3.Connection):
+    index_path: Path
+
+    def cursor(self, factory: Any = GuardedCursor) -> GuardedCursor:  # type: ignore[override]
+        return super().cursor(factory)
+
+    def execute(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self.cursor().execute(*args)
+
+    def executemany(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
+        return self.cursor().executemany(*args)
+
+
+def connect(path: Path, read_only: bool = False) -> GuardedConnection:
+    """A connection in autocommit mode (transactions are explicit).
+
+    Read-only opens with ``mode=ro``: SQLite itself refuses every write. A WAL database in
+    a folder the user cannot write needs its ``-shm`` file; when that cannot be created
+    the file is opened as immutable (no other process can be writing it then anyway).
+    """
+    if read_only and not path.is_file():
+        raise IndexNotFoundError(f"there is no index database at {path}; create one with `ragloom ingest PATH`")
+    attempts = [f"{path.resolve().as_uri()}?mode=ro", f"{path.resolve().as_uri()}?mode=ro&immutable=1"] \
+        if read_only else [str(path)]
+    for attempt, target in enumerate(attempts, start=1):
+        try:
+            db = sqlite3.connect(target, uri=read_only, timeout=30.0, isolation_level=None,
+                                 check_same_thread=False, factory=GuardedConnection)
+            db.index_path = path
+            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.Error as exc:
+            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+            if attempt < len(attempts) and code == SQLITE_CANTOPEN:
+                continue
+            error = translated(exc, path)
+            if error is not exc:
+                raise error from None
+            raise StoreError(f"cannot open the index database {path}: {exc}") from None
+    raise AssertionError("unreachable")

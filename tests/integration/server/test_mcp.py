@@ -1,0 +1,113 @@
+"""`ragloom mcp`, driven by the MCP SDK's own client over stdio (a subprocess) and streamable HTTP."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'ragloom[mcp]'")
+
+import httpx2  # noqa: E402  (the MCP SDK's HTTP client)
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from ragloom import Index  # noqa: E402
+from server_helpers import API_KEY, free_port, subprocess_env, wait_until  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory, sample_docs) -> Path:
+    root = tmp_path_factory.mktemp("mcp")
+    shutil.copytree(sample_docs[0].parent, root / "docs")
+    with Index.open(root / "index") as index:
+        index.ingest([root / "docs"])
+    return root
+
+
+def test_stdio_tools_structured_results_and_source_resources(indexed):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ragloom", "--index", str(indexed / "index"), "mcp"],
+        env=subprocess_env(), cwd=str(indexed),
+    )
+
+    async def session() -> dict:
+        async with Client(params, read_timeout_seconds=120) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            found = await client.call_tool("search", {"query": "how do ROS 2 nodes communicate?", "k": 3})
+            bad = await client.call_tool("search", {"query": "x", "where": {"page": {"$near": 2}}})
+            listed = await client.call_tool("list_sources", {})
+            templates = (await client.list_resource_templates()).resource_templates
+            first = found.structured_content["sources"][0]
+            resource = await client.read_resource(first["uri"])
+            return {"tools": tools, "found": found, "bad": bad, "listed": listed, "templates": templates,
+                    "resource": resource, "first": first}
+
+    got = anyio.run(session)
+    assert set(got["tools"]) == {"search", "list_sources"}  # no ingest unless server.mcp.ingest is on
+    assert got["tools"]["search"].output_schema["properties"]["hits"]
+    found = got["found"]
+    assert not found.is_error
+    hits = found.structured_content["hits"]
+    assert len(hits) == 3 and hits[0]["rank"] == 1 and "ros2" in hits[0]["source"] and hits[0]["section"]
+    assert got["first"]["path"] == hits[0]["source"] and got["first"]["uri"] == f"ragloom://source/{hits[0]['source_id']}"
+    assert got["bad"].is_error and "invalid_filter" in got["bad"].content[0].text
+    sources = got["listed"].structured_content["sources"]
+    assert len(sources) == 4 and {"id", "path", "chunk_count"} <= set(sources[0])
+    assert [t.uri_template for t in got["templates"]] == ["ragloom://source/{source_id}"]
+    text = got["resource"].contents[0].text
+    assert text.startswith(f"source: {hits[0]['source']}") and hits[0]["text"][:60] in text
+
+
+def test_streamable_http_with_key_and_the_ingest_tool(indexed, tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "axolotl.md").write_text("# Axolotl care\n\nAxolotls regrow limbs and prefer water at 16 to 18 degrees.\n")
+    (indexed / "ragloom.yaml").write_text(
+        f"server:\n  allowed_roots: [{extra}]\n  mcp:\n    ingest: true\n", encoding="utf-8")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ragloom", "--index", str(indexed / "index"), "mcp", "--transport", "http",
+         "--port", str(port)],
+        cwd=indexed, env=subprocess_env(RAGLOOM_API_KEY=API_KEY), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_until(lambda: _answers(url), timeout=120)
+
+        async def session(key: str | None) -> dict:
+            headers = {"Authorization": f"Bearer {key}"} if key else {}
+            async with httpx2.AsyncClient(headers=headers, timeout=120) as http, \
+                    Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                outside = await client.call_tool("ingest", {"paths": [str(indexed / "docs")]})
+                ingested = await client.call_tool("ingest", {"paths": [str(extra)]})
+                found = await client.call_tool("search", {"query": "axolotl limbs regrow", "k": 1, "mode": "lexical"})
+                return {"names": names, "outside": outside, "ingested": ingested, "found": found}
+
+        got = anyio.run(session, API_KEY)
+        assert got["names"] == {"search", "list_sources", "ingest"}
+        assert got["outside"].is_error and "path_not_allowed" in got["outside"].content[0].text
+        assert not got["ingested"].is_error and got["ingested"].structured_content["added"] == [str(extra / "axolotl.md")]
+        hits = got["found"].structured_content["hits"]
+        assert hits and hits[0]["source"] == str(extra / "axolotl.md")
+        # Without the key the endpoint refuses before any MCP exchange.
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=60)[0].decode(errors="replace")
+        (indexed / "ragloom.yaml").unlink()
+    assert "Traceback" not in output, output
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx2.get(url, timeout=2)
+    except httpx2.HTTPError:
+        return False
+    return True

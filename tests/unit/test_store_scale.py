@@ -1,0 +1,282 @@
+"""The embedded store's scale paths against their exact references: filtered BM25 by over-fetching,
+the approximate (faiss IVF) dense index, and its upkeep as sources come and go."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragloom.config import Config
+from ragloom.filters import parse_where
+from ragloom.stores.embedded import EmbeddedStore
+from ragloom.stores.embedded import lexical as lexical_module
+from ragloom.types import Chunk, SourceRecord, content_hash
+
+DIM = 32
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _corpus(n: int, seed: int = 3) -> tuple[np.ndarray, list[str]]:
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(20, DIM))
+    vectors = centers[rng.integers(0, 20, size=n)] + 0.8 * rng.normal(size=(n, DIM))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    ranks = np.minimum(rng.zipf(1.4, size=(n, 12)), len(WORDS)) - 1
+    texts = [" ".join(WORDS[r] for r in row) for row in ranks]
+    for i in range(0, n, 97):  # identical texts: BM25 ties that a cut-off must not split
+        texts[i] = "w1 w2 w3 w4"
+    return vectors, texts
+
+
+def _write(store: EmbeddedStore, vectors: np.ndarray, texts: list[str], first: int, count: int, name: str) -> None:
+    source = f"/s/{name}.txt"
+    chunks = [
+        Chunk(id=f"{i:08d}", text=texts[i], source=source, doc_id=str(i), chunk_index=i - first, start=0,
+              end=len(texts[i]), policy="t", content_hash=content_hash(f"{texts[i]}|{i}"), token_count=12,
+              metadata={"group": i % 10, "rare": i % 200 == 0})
+        for i in range(first, first + count)
+    ]
+    store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), chunks,
+                         vectors[first:first + count])
+
+
+def _store(path: Path, vectors: np.ndarray, texts: list[str], per_source: int = 500, config: Config | None = None):
+    store = EmbeddedStore.open(path, config or Config())
+    store.set_embedder_info({"model_id": "synthetic", "dimension": DIM})
+    for first in range(0, len(texts), per_source):
+        _write(store, vectors, texts, first, min(per_source, len(texts) - first), f"src{first // per_source:04d}")
+    store.flush()
+    return store
+
+
+def _reference_lexical(store: EmbeddedStore, query: str, k: int, allowed: np.ndarray) -> list[tuple[str, float]]:
+    """The filtered BM25 ranking by tantivy's term-set clause over the allowed rows."""
+    index = store.lexical
+    terms = index.terms(query)
+    text_query = lexical_module.tantivy.Query.boolean_query(
+        [(lexical_module.tantivy.Occur.Should, lexical_module.tantivy.Query.term_query(index.schema, "text", t))
+         for t in terms])
+    searcher = index.index.searcher()
+    hits = lexical_module._top(searcher, lexical_module._restricted(index.schema, text_query, allowed), k)
+    found = sorted(((searcher.doc(a)["id"][0], round(s, 4)) for s, a in hits), key=lambda x: (-x[1], x[0]))
+    return found[:k]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[np.ndarray, list[str]]:
+    return _corpus(6000)
+
+
+def test_filtered_bm25_over_fetch_matches_the_term_set_clause(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    try:
+        rng = np.random.default_rng(0)
+        filters = [{"group": 3}, {"group": {"$in": [1, 2, 5, 7, 8]}}, {"group": {"$ne": 4}}, {"rare": True}]
+        for where in filters:
+            allowed = store._allowed_rows(parse_where(where))
+            for _ in range(15):
+                query = " ".join(rng.choice(WORDS[:40], size=3))
+                for k in (1, 10, 100):
+                    got = [(c.chunk_id, round(c.score, 4)) for c in store.search_lexical(query, k, parse_where(where))]
+                    assert got == _reference_lexical(store, query, k, allowed), (where, query, k)
+        # the tie group: 62 identical texts; a filter keeping some of them returns all that tie
+        got = store.search_lexical("w1 w2 w3 w4", 3, parse_where({"group": {"$in": [0, 1, 2]}}))
+        assert len({c.score for c in got[:3]}) == 1
+    finally:
+        store.close()
+
+
+def test_a_very_selective_filter_falls_back_to_the_clause(tmp_path, corpus, monkeypatch):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    try:
+        monkeypatch.setattr(lexical_module, "OVER_FETCH_LIMIT", 50)  # force the clause for every filter
+        where = parse_where({"group": 3})
+        allowed = store._allowed_rows(where)
+        got = [(c.chunk_id, round(c.score, 4)) for c in store.search_lexical("w5 w9", 20, where)]
+        assert got == _reference_lexical(store, "w5 w9", 20, allowed)
+        assert got and all(int(cid) % 10 == 3 for cid, _ in got)
+    finally:
+        store.close()
+
+
+def test_over_fetch_widens_until_nothing_unfetched_can_tie_the_kth(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    try:
+        index = store.lexical
+        searcher = index.index.searcher()
+        allowed = store._allowed_rows(parse_where({"group": {"$in": [0, 1, 2]}}))
+        rng = np.random.default_rng(1)
+        queries = ["w1 w2 w3 w4"] + [" ".join(rng.choice(WORDS[:30], size=2)) for _ in range(10)]
+        for query in queries:
+            text_query = lexical_module.tantivy.Query.boolean_query(
+                [(lexical_module.tantivy.Occur.Should,
+                  lexical_module.tantivy.Query.term_query(index.schema, "text", t)) for t in index.terms(query)])
+            for k in (1, 3, 10):
+                # start from a window of k + 1 hits, so that widening and the tie rule decide
+                hits = lexical_module._top_over_fetched(searcher, text_query, k, allowed, limit=k + 1)
+                got = sorted(((searcher.doc(a)["id"][0], round(s, 4)) for s, a in hits), key=lambda x: (-x[1], x[0]))
+                assert got[:k] == _reference_lexical(store, query, k, allowed), (query, k)
+    finally:
+        store.close()
+
+
+# -- the approximate index -------------------------------------------------------------------------
+
+def _ann_config(threshold: int = 1000, exact_rows: int = 100) -> Config:
+    return Config.model_validate({"store": {"embedded": {"ann": {"threshold": threshold, "exact_rows": exact_rows}}}})
+
+
+def _recall(store: EmbeddedStore, queries: np.ndarray, k: int = 10, where=None) -> float:
+    conditions = parse_where(where) if where else ()
+    allowed = store._allowed_rows(conditions)
+    found = []
+    for q in queries:
+        approximate = store.search_dense(q, k, conditions)
+        exact = store.matrix.search(q, k, allowed)
+        found.append(len({c.chunk_id for c in approximate} & {c.chunk_id for c in exact[:k]}) / k)
+    return float(np.mean(found))
+
+
+def _queries(vectors: np.ndarray, n: int = 40, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    q = vectors[rng.integers(0, len(vectors), size=n)] + 0.3 * rng.normal(size=(n, DIM)).astype(np.float32)
+    return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_ann_recall_against_exact_with_and_without_a_filter(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts, config=_ann_config())
+    try:
+        assert store._ann_current() and store.ann.index.ntotal == len(texts)
+        queries = _queries(vectors)
+        assert _recall(store, queries) >= 0.95
+        assert _recall(store, queries, where={"group": 3}) >= 0.95
+        # every hit passes the filter, and carries the exact cosine
+        for q in queries[:5]:
+            hits = store.search_dense(q, 10, parse_where({"group": 3}))
+            assert len(hits) == 10 and all(int(h.chunk_id) % 10 == 3 for h in hits)
+            for h in hits:
+                assert h.score == pytest.approx(float(vectors[int(h.chunk_id)] @ q), abs=1e-5)
+        # a filter keeping fewer rows than exact_rows is searched exactly: identical to the matrix
+        rare = parse_where({"rare": True})
+        for q in queries[:5]:
+            assert store.search_dense(q, 10, rare) == store.matrix.search(q, 10, store._allowed_rows(rare))
+    finally:
+        store.close()
+
+
+def test_ann_follows_adds_and_deletes_without_retraining(tmp_path, corpus):
+    vectors, texts = corpus
+    extra_vectors, extra_texts = _corpus(7000, seed=11)
+    store = _store(tmp_path / "idx", vectors[:5000], texts[:5000], config=_ann_config())
+    try:
+        trained = store.ann.trained_size
+        centroids = store.ann.index.quantizer.reconstruct_n(0, store.ann.index.nlist).copy()
+        store.delete_source("/s/src0000.txt")  # rows 0..499
+        _write(store, np.vstack([vectors[:5000], extra_vectors[5000:5500]]), texts[:5000] + extra_texts[5000:5500],
+               5000, 500, "added")
+        store.flush()
+        assert store.ann.trained_size == trained
+        assert np.array_equal(store.ann.index.quantizer.reconstruct_n(0, store.ann.index.nlist), centroids)
+        assert np.array_equal(store.ann.rows, store.matrix.rows) and store.ann.index.ntotal == 5000
+        for i in (5000, 5123, 5499):  # a new chunk's own vector finds it first
+            assert store.search_dense(extra_vectors[i], 1)[0].chunk_id == f"{i:08d}"
+        deleted = {f"{i:08d}" for i in range(500)}
+        for q in _queries(vectors, 10):
+            assert not deleted & {c.chunk_id for c in store.search_dense(q, 20)}
+        # the saved index is the caught-up one
+        reopened = EmbeddedStore.open(tmp_path / "idx", _ann_config())
+        reopened.search_dense(extra_vectors[5000], 1)
+        assert reopened.ann.generation == reopened.catalog.generation() and reopened.ann.trained_size == trained
+        reopened.close()
+    finally:
+        store.close()
+
+
+def test_stale_or_damaged_ann_is_brought_up_to_date_from_sqlite(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:4000], texts[:4000], config=_ann_config())
+    # A crash after SQLite committed but before flush: the derived caches are behind.
+    _write(store, vectors, texts, 4000, 500, "late")
+    store.close()
+    reader = EmbeddedStore.open(path, _ann_config())
+    try:
+        assert reader.search_dense(vectors[4321], 1)[0].chunk_id == f"{4321:08d}"
+        assert reader._ann_current() and reader.ann.index.ntotal == 4500
+    finally:
+        reader.close()
+    # A damaged index file is rebuilt on the next open that can write.
+    state = json.loads((path / "ann" / "state.json").read_text())
+    (path / "ann" / f"ivf.{state['tag']}.faiss").write_bytes(b"not an index")
+    writer = EmbeddedStore.open(path, _ann_config())
+    try:
+        writer.flush()
+        assert writer._ann_current() and writer.ann.index.ntotal == 4500
+        assert _recall(writer, _queries(vectors)) >= 0.95
+    finally:
+        writer.close()
+
+
+def test_below_the_threshold_there_is_no_ann_and_shrinking_drops_it(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:1500], texts[:1500], config=_ann_config(threshold=1200))
+    try:
+        assert store._ann_current() and (path / "ann" / "state.json").exists()
+        store.delete_source("/s/src0000.txt")
+        store.delete_source("/s/src0001.txt")
+        store.flush()
+        assert not store.ann.ready and not list((path / "ann").glob("*"))
+        q = _queries(vectors, 1)[0]
+        assert store.search_dense(q, 10) == store.matrix.search(q, 10)
+    finally:
+        store.close()
+    small = _store(tmp_path / "small", vectors[:500], texts[:500], config=_ann_config(threshold=1200))
+    assert not small.ann.ready and not (tmp_path / "small" / "ann").exists()
+    small.close()
+
+
+def test_ragloom_index_optimize_retrains_the_approximate_index(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:3000], texts[:3000], config=_ann_config())
+    first_tag = json.loads((path / "ann" / "state.json").read_text())["tag"]
+    store.close()
+    (tmp_path / "ragloom.yaml").write_text("store:\n  embedded:\n    ann:\n      threshold: 1000\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    result = subprocess.run([sys.executable, "-m", "ragloom", "--index", str(path), "index", "optimize", "--json"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["chunks"] == 3000 and report["approximate_index"].startswith("IVF")
+    state = json.loads((path / "ann" / "state.json").read_text())
+    assert state["tag"] != first_tag and state["trained_size"] == 3000
+
+
+def test_a_small_change_is_caught_up_in_memory_without_rewriting_the_saved_index(tmp_path, corpus):
+    vectors, texts = corpus
+    path = tmp_path / "idx"
+    store = _store(path, vectors[:5000], texts[:5000], config=_ann_config())
+    saved = (path / "ann" / "state.json").read_text()
+    _write(store, vectors, texts, 5000, 20, "small")  # 20 rows: under 1% of the index
+    store.flush()
+    assert (path / "ann" / "state.json").read_text() == saved and store._ann_current()
+    assert store.search_dense(vectors[5010], 1)[0].chunk_id == f"{5010:08d}"
+    store.close()
+    reader = EmbeddedStore.open(path, _ann_config())
+    try:
+        assert reader.search_dense(vectors[5011], 1)[0].chunk_id == f"{5011:08d}"
+        assert reader._ann_current() and reader.ann.index.ntotal == 5020
+    finally:
+        reader.close()
