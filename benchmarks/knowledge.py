@@ -192,7 +192,7 @@ def main() -> None:
     parser.add_argument("--factors", default="1.1,1.2,1.5")
     parser.add_argument("--summarizer", choices=["extractive", "llm"], default="extractive")
     parser.add_argument("--llm-chunks", type=int, default=100, help="chunks for the LLM extraction timing (0: skip)")
-    parser.add_argument("--llm-model", default=None, help=".gguf file (default: the packaged SmolLM2)")
+    parser.add_argument("--llm-model", default=None, help=".gguf file or catalog name (default: the llm section's model)")
     parser.add_argument("--llm-threads", type=int, default=1)
     parser.add_argument("--llm-max-tokens", type=int, default=512)
     parser.add_argument("--warm", action="store_true", help="load the LLM before timing extraction")
@@ -200,7 +200,7 @@ def main() -> None:
     parser.add_argument("--skip-structures", action="store_true")
     args = parser.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="ragloom-knowledge-"))
-    print(f"indexes under {work}; LLM {args.llm_model or 'packaged SmolLM2-135M'} ({args.llm_threads} thread(s))")
+    print(f"indexes under {work}; LLM {args.llm_model or 'the llm section default'} ({args.llm_threads} thread(s))")
     for root in args.datasets.split(","):
         dataset = load_beir(root, args.split)
         name = Path(root).name

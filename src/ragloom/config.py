@@ -385,6 +385,9 @@ class RaptorConfig(Section):
     summary_sentences: int = Field(4, ge=1, description="extractive: sentences per summary")
     summary_tokens: int = Field(200, ge=16, description="llm: longest summary, in tokens")
     seed: int = Field(0, description="random seed of the clustering, so trees repeat")
+    rebuild_after: float = Field(
+        1.0, ge=0.0, description="re-cluster the whole tree at ingest once the chunks that came or went since the "
+        "last full build exceed this share of the chunks it was built on (0 = only `ragloom raptor rebuild`)")
 
 
 class Config(Section):

@@ -97,7 +97,7 @@ def test_a_tiny_local_llm_drives_agentic_chunking_without_breaking_ingest(tmp_pa
     pytest.importorskip("llama_cpp")
     (tmp_path / "doc.txt").write_text(TWO_TOPICS)
     settings = {"chunking": {"strategy": "agentic", "chunk_size": 64, "chunk_overlap": 8, "by_extension": {}},
-                "llm": {"max_tokens": 48, "threads": 1}}
+                "llm": {"model": "smollm2", "max_tokens": 48, "threads": 1}}
     with Index.open(tmp_path / "index", Config.from_dict(settings), embedder=embedder) as index:
         report = index.ingest([tmp_path / "doc.txt"])
         chunks = [c for _, c in index.store.catalog.iter_chunks()]

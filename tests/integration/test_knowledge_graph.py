@@ -200,7 +200,7 @@ def test_a_tiny_local_llm_never_breaks_ingest(tmp_path: Path, embedder) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text(KERENSKY)
-    settings = {"graph": {"enabled": True, "extractor": "llm"}, "llm": {"max_tokens": 12, "threads": 1}}
+    settings = {"graph": {"enabled": True, "extractor": "llm"}, "llm": {"model": "smollm2", "max_tokens": 12, "threads": 1}}
     with open_index(tmp_path / "index", embedder, **settings) as index:
         report = index.ingest([docs])
         assert report.ok and report.chunks_written == 1

@@ -144,3 +144,12 @@ def test_cli_rebuild_show_and_status(tmp_path: Path, corpus: Path, python_bin: s
     both = json.loads(subprocess.run([python_bin, "-m", "ragloom", "--index", str(tmp_path / "flags"), "status", "--json"],
                                      capture_output=True, text=True, timeout=300, env=env).stdout)
     assert both["graph"]["built"] and both["raptor"]["built"] and both["graph"]["fresh"]
+
+
+def test_a_tree_re_clusters_once_most_of_its_chunks_are_new(index: Index, corpus: Path) -> None:
+    built = status(index).raptor.counts["leaves_at_build"]
+    (corpus / "part3.jsonl").write_text(documents(["football", "bread", "robots", "cancer"], offset=200))
+    report = index.ingest([corpus])
+    assert any("re-clustered" in w for w in report.warnings)
+    counts = status(index).raptor.counts
+    assert counts["leaves_at_build"] == built + 40 and counts["leaves_changed_since_build"] == 0

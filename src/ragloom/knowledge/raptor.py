@@ -299,6 +299,13 @@ def sync_raptor(index: Index, store_tables: Tables) -> list[str]:
         return []
     if not gone and not new and not any(n.dirty for n in nodes):
         return []
+    config, meta = index.config.raptor, tree.meta()
+    churn = int(meta.get("changed", 0)) + len(gone) + len(new)
+    built = max(int(meta.get("built_leaves", 0)), 1)
+    if config.enabled and config.rebuild_after and churn > config.rebuild_after * built:
+        rebuild(index)
+        return [f"RAPTOR tree re-clustered: {churn} chunks came or went since its last full build over {built} "
+                f"(raptor.rebuild_after: {config.rebuild_after:g})"]
     by_id = {n.id: n for n in nodes}
     parent_of = {c: n.id for n in nodes for c in n.children}
     for node in nodes:

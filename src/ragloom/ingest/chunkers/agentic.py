@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import ProviderError, RagloomWarning
 from ...types import Document, content_hash
+from ...knowledge.extract import salvage_json
 from ._services import LLMChunkerMixin
 from ._tokens import TokenMeter
 from ._units import UnitChunker, fitting_units, pack, sentence_ranges
@@ -94,7 +95,8 @@ class AgenticChunker(LLMChunkerMixin, UnitChunker):
         problem = ""
         for _attempt in range(2):
             try:
-                sections = parse_boundaries(llm.complete_json(_PROMPT % numbered), len(sentences))
+                answer = salvage_json(llm.complete(_PROMPT % numbered, json_mode=True))
+                sections = parse_boundaries(answer, len(sentences))
                 break
             except (ProviderError, ValueError) as exc:
                 problem = str(exc).splitlines()[0][:160]

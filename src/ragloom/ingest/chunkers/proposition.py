@@ -15,6 +15,7 @@ from typing import Any
 
 from ...errors import ProviderError, RagloomWarning
 from ...types import Chunk, Document, content_hash
+from ...knowledge.extract import salvage_json
 from ._services import LLMChunkerMixin
 from ._units import sentence_ranges
 from .base import Chunker, Span
@@ -81,7 +82,7 @@ class PropositionChunker(LLMChunkerMixin, Chunker):
         problem = ""
         for _attempt in range(2):
             try:
-                found = parse_propositions(llm.complete_json(_PROMPT % passage.text))
+                found = parse_propositions(salvage_json(llm.complete(_PROMPT % passage.text, json_mode=True)))
                 break
             except (ProviderError, ValueError) as exc:
                 problem = str(exc).splitlines()[0][:160]
