@@ -177,3 +177,15 @@ def test_the_llm_serves_one_answer_at_a_time_and_a_dropped_stream_frees_it(serve
         wait_until(lambda: not lock.locked(), timeout=60)
         again = client.post("/v1/ask", json={**body, "stream": False})
     assert again.status_code == 200 and again.json()["model"].startswith("llamacpp:SmolLM2")
+
+
+def test_openapi_describes_the_answer_endpoints(served):
+    with served.client() as client:
+        schema = client.get("/openapi.json").json()
+    ask = schema["paths"]["/v1/ask"]["post"]
+    assert {"application/json", "text/event-stream"} <= set(ask["responses"]["200"]["content"])
+    assert "503" in ask["responses"] and "/v1/context" in schema["paths"]
+    components = schema["components"]["schemas"]
+    assert {"number", "chunk_id", "source", "text", "section", "page"} <= set(components["Citation"]["properties"])
+    assert {"text", "citations", "context", "strategy", "trace"} <= set(components["Answer"]["properties"])
+    assert {"stream", "strategy", "question"} <= set(components["AskRequest"]["properties"])
