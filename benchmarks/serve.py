@@ -4,11 +4,12 @@ Builds an index of SciFact abstracts, then runs the same queries
   1. in-process, through the server's own IndexService (same reader pool, same audit log),
   2. over HTTP against `ragloom serve` in a separate process (POST /v1/search, keep-alive),
 with 1, 4 and 16 concurrent clients, and prints throughput, p50/p95 latency and the HTTP
-overhead as a ratio. Then it ingests more abstracts (one file each) through POST /v1/ingest
-while 4 clients keep searching, and counts errors (the goal is 0).
+overhead as a ratio; then the same for extractive answers (POST /v1/ask, no LLM) on the first
+--answers queries with --answer-clients clients. Then it ingests more abstracts (one file each)
+through POST /v1/ingest while 4 clients keep searching, and counts errors (the goal is 0).
 
     python benchmarks/serve.py                      # 4,883 abstracts + 300 during ingest, 300 queries (full run)
-    python benchmarks/serve.py --docs 300 --queries 60 --during 60   # a quick check
+    python benchmarks/serve.py --docs 300 --queries 60 --during 60 --answers 20   # a quick check
 """
 
 from __future__ import annotations
@@ -104,6 +105,15 @@ def http_search(url: str, k: int) -> tuple[Callable[[], httpx.Client], Callable[
     return session, search
 
 
+def http_ask(url: str, k: int) -> Callable[[httpx.Client, str], None]:
+    def ask(client: httpx.Client, question: str) -> None:
+        response = client.post("/v1/ask", json={"question": question, "k": k, "strategy": "extractive"})
+        if response.status_code != 200 or "citations" not in response.json():
+            raise RuntimeError(response.text)
+
+    return ask
+
+
 def start_server(index: Path, port: int, readers: int, allowed: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
     env.update({"RAGLOOM_API_KEY": KEY, "RAGLOOM_SERVER__SEARCH_THREADS": str(readers),
@@ -138,11 +148,15 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=4, help="server.search_threads, in-process and over HTTP")
     parser.add_argument("--during", type=int, default=300, help="abstracts ingested while clients search")
     parser.add_argument("-k", type=int, default=10)
+    parser.add_argument("--answers", type=int, default=100, help="extractive answers per concurrency level (0: none)")
+    parser.add_argument("--answer-clients", default="1,4")
+    parser.add_argument("--answer-k", type=int, default=5, help="passages per answer")
     parser.add_argument("--work", default=None, help="folder for the index and files (default: a temporary one)")
     args = parser.parse_args()
     data = Path(args.data)
     work = Path(args.work or tempfile.mkdtemp(prefix="ragloom-serve-bench-"))
     levels = [int(c) for c in args.clients.split(",")]
+    answer_levels = [int(c) for c in args.answer_clients.split(",")] if args.answers else []
 
     everything = read_jsonl(data / "corpus.jsonl")
     base_count = args.docs if args.docs is not None else len(everything) - args.during
@@ -170,6 +184,13 @@ def main() -> None:
             seconds, latencies, errors = run_clients(
                 clients, queries, lambda _, q: service.search(q, args.k), lambda: None)
             results.append(row("in-process", clients, seconds, latencies, errors))
+        questions = queries[: args.answers]
+        if answer_levels:
+            service.ask(questions[0], strategy="extractive", k=args.answer_k)  # warm-up: the cross-encoder
+        for clients in answer_levels:
+            seconds, latencies, errors = run_clients(
+                clients, questions, lambda _, q: service.ask(q, strategy="extractive", k=args.answer_k), lambda: None)
+            results.append(row("in-process ask", clients, seconds, latencies, errors))
     finally:
         service.close()
 
@@ -182,12 +203,21 @@ def main() -> None:
         for clients in levels:
             seconds, latencies, errors = run_clients(clients, queries, search, session)
             results.append(row("HTTP", clients, seconds, latencies, errors))
+        ask = http_ask(url, args.answer_k)
+        if answer_levels:
+            ask(session(), questions[0])
+        for clients in answer_levels:
+            seconds, latencies, errors = run_clients(clients, questions, ask, session)
+            results.append(row("HTTP ask", clients, seconds, latencies, errors))
         during = search_during_ingest(url, queries, args.k, incoming) if extra else None
     finally:
         server.terminate()
         server.wait(60)
 
-    print_table(results, levels)
+    print_table([r for r in results if not r["path"].endswith("ask")], levels)
+    if answer_levels:
+        print(f"\nextractive answers (k={args.answer_k}, no LLM):")
+        print_table([r for r in results if r["path"].endswith("ask")], answer_levels, unit="answers")
     if during is not None:
         print(f"\nsearches during an ingest of {len(extra)} files (4 clients): {during['searches']} searches, "
               f"{during['errors']} errors, p50 {during['p50']:.1f} ms, p95 {during['p95']:.1f} ms; "
@@ -241,13 +271,13 @@ def search_during_ingest(url: str, queries: list[str], k: int, incoming: Path) -
             "added": len((state.get("report") or {}).get("added", [])), "visible": visible}
 
 
-def print_table(results: list[dict], levels: list[int]) -> None:
-    print("\n| clients | path | searches | searches/s | p50 ms | p95 ms | errors | HTTP/in-process throughput |")
+def print_table(results: list[dict], levels: list[int], unit: str = "searches") -> None:
+    print(f"\n| clients | path | {unit} | {unit}/s | p50 ms | p95 ms | errors | HTTP/in-process throughput |")
     print("|---|---|---|---|---|---|---|---|")
-    baseline = {r["clients"]: r["qps"] for r in results if r["path"] == "in-process"}
+    baseline = {r["clients"]: r["qps"] for r in results if r["path"].startswith("in-process")}
     for clients in levels:
         for r in (x for x in results if x["clients"] == clients):
-            ratio = f"{r['qps'] / baseline[clients]:.2f}" if r["path"] == "HTTP" else ""
+            ratio = f"{r['qps'] / baseline[clients]:.2f}" if r["path"].startswith("HTTP") else ""
             print(f"| {clients} | {r['path']} | {r['searches']} | {r['qps']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} "
                   f"| {r['errors']} | {ratio} |")
 

@@ -2,7 +2,7 @@
 
 Tools return pydantic models, so clients get structured content (with an output schema)
 as well as its JSON text. Each source is a resource, ``ragloom://source/{id}``. Answers
-(``ask``, ``get_context``) are one more ``@server.tool()`` each in ``build_mcp``.
+(``ask``, ``get_context``) carry their citations and passages the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,16 @@ from ..config import Config
 from ..errors import RagloomError
 from ..optional import require
 from .errors import classify
-from .schemas import IngestReportModel, SearchResponse, SourceModel, report_model, source_model
+from .schemas import (
+    AnswerModel,
+    ContextModel,
+    IngestReportModel,
+    SearchResponse,
+    SourceModel,
+    answer_model,
+    report_model,
+    source_model,
+)
 from .security import configured_key, presented_key, resolve_inside
 from .service import IndexService
 
@@ -33,6 +42,15 @@ class SourceRef(BaseModel):
 
 class SearchResult(SearchResponse):
     sources: list[SourceRef] = Field(default_factory=list, description="the sources the hits come from, best first")
+
+
+class AskResult(AnswerModel):  # type: ignore[valid-type,misc]
+    sources: list[SourceRef] = Field(default_factory=list, description="the sources the citations come from")
+
+
+class ContextResult(ContextModel):  # type: ignore[valid-type,misc]
+    rendered: str = Field("", description="the context as an LLM reads it: numbered passages with headers")
+    sources: list[SourceRef] = Field(default_factory=list, description="the sources of the passages")
 
 
 class SourceList(BaseModel):
@@ -51,8 +69,9 @@ def build_mcp(service: IndexService, config: Config) -> Any:
 
     server = mcpserver.MCPServer(
         "ragloom",
-        instructions="Search the user's indexed documents. Every hit names its source file, section, page and "
-        "score; read a whole source with the ragloom://source/{id} resource.",
+        instructions="Search the user's indexed documents, or ask them a question (`ask` answers with numbered "
+        "citations; `get_context` gives the passages to answer from yourself). Every hit names its source file, "
+        "section, page and score; read a whole source with the ragloom://source/{id} resource.",
     )
 
     def guarded(fn: Callable[[], T]) -> T:
@@ -79,6 +98,39 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         refs = {hit.source_id: SourceRef(id=hit.source_id, path=hit.source, uri=source_uri(hit.source_id))
                 for hit in result.hits}
         return SearchResult(**result.model_dump(), sources=list(refs.values()))
+
+    def refs(items: Any) -> list[SourceRef]:
+        unique = {item.source_id: SourceRef(id=item.source_id, path=item.source, uri=source_uri(item.source_id))
+                  for item in items}
+        return list(unique.values())
+
+    @server.tool(annotations=read_only)
+    def ask(
+        question: str, strategy: str | None = None, k: int | None = None, budget: int | None = None,
+        where: dict[str, Any] | None = None, mode: str | None = None,
+    ) -> AskResult:
+        """Answer a question from the user's documents, citing passages as [n].
+
+        `citations` lists each cited passage (number, source, chunk_id, section, page, text).
+        `strategy`: extractive (quotes the best sentences, no LLM), standard, attributed or cove
+        (the server's LLM); default: the server's answer.strategy. `k` passages retrieved,
+        `budget` tokens of context, `where` and `mode` as for search.
+        """
+        answer = guarded(lambda: service.ask(question, strategy=strategy, k=k, budget=budget, where=where,
+                                             mode=mode))
+        model = answer_model(answer, service.highlighter(question))
+        return AskResult(**model.model_dump(), sources=refs(model.citations))
+
+    @server.tool(annotations=read_only)
+    def get_context(
+        question: str, budget: int | None = None, k: int | None = None, where: dict[str, Any] | None = None,
+        mode: str | None = None,
+    ) -> ContextResult:
+        """The numbered passages (with source, section, page, score) an LLM would be given to answer
+        `question`, within `budget` tokens; `rendered` is that context as text, ready for a prompt."""
+        model = guarded(lambda: service.context(question, budget=budget, k=k, where=where, mode=mode))
+        rendered = "\n\n".join(f"{p.header}\n{p.text}" for p in model.passages)
+        return ContextResult(**model.model_dump(), rendered=rendered, sources=refs(model.passages))
 
     @server.tool(annotations=read_only)
     def list_sources() -> SourceList:

@@ -40,6 +40,7 @@ class Metrics:
                                  ["method", "route"], buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.searches = Counter("ragloom_searches", "Searches served", ["mode"], registry=self.registry)
         self.search_hits = Counter("ragloom_search_hits", "Hits returned by searches", registry=self.registry)
+        self.answers = Counter("ragloom_answers", "Answers served", ["strategy"], registry=self.registry)
         self.jobs = Counter("ragloom_ingest_jobs", "Ingest jobs finished", ["state"], registry=self.registry)
         self.chunks_embedded = Counter("ragloom_ingest_chunks_embedded", "Chunks embedded by ingest jobs",
                                        registry=self.registry)

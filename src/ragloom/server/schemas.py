@@ -10,13 +10,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import typing
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ..context import Context, Passage
 from ..retrieve.base import QueryPlan, StageTrace
 from ..stores.base import AuditEntry
-from ..types import FileFailure, Hit, IndexStats, IngestReport, SourceRecord
+from ..types import Answer, AnswerSentence, AnswerStep, Citation, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
 
 
 def model_from_dataclass(
@@ -72,6 +74,32 @@ PlanModel = model_from_dataclass(QueryPlan, name="QueryPlan", exclude=("conditio
 TraceModel = model_from_dataclass(StageTrace, name="StageTrace")
 
 
+# Answers: the hit behind a citation or passage is flattened into it (source, section, page, score).
+CitationModel = model_from_dataclass(Citation, exclude=("hit",), extra={"source_id": (str, "")})
+PassageModel = model_from_dataclass(Passage, exclude=("hit",), extra={
+    "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "section": (str, ""),
+    "page": (int | None, None), "score": (float, 0.0),
+    "highlights": (list[tuple[int, int]], Field(default_factory=list,
+                   description="character spans of the text that match the question's terms")),
+})
+ContextModel = model_from_dataclass(Context, exclude=("passages",), extra={
+    "passages": (list[PassageModel], Field(default_factory=list)),  # type: ignore[valid-type]
+})
+AnswerSentenceModel = model_from_dataclass(AnswerSentence, name="AnswerSentence")
+AnswerStepModel = model_from_dataclass(AnswerStep, name="AnswerStep")
+AnswerModel = model_from_dataclass(
+    Answer, exclude=("citations", "sentences", "context", "trace"), extra={
+        "citations": (list[CitationModel], Field(  # type: ignore[valid-type]
+            default_factory=list, description="the passages the text cites as [number], by number")),
+        "sentences": (list[AnswerSentenceModel], Field(default_factory=list)),  # type: ignore[valid-type]
+        "unsupported": (list[str], Field(default_factory=list,
+                        description="sentences no cited passage supports (attributed strategy)")),
+        "context": (ContextModel | None, Field(None, description="the numbered passages the answer was given")),  # type: ignore[valid-type]
+        "trace": (list[AnswerStepModel], Field(default_factory=list)),  # type: ignore[valid-type]
+    },
+)
+
+
 def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
     return HitModel.model_validate({
         **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
@@ -82,6 +110,38 @@ def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> Base
 
 def source_model(record: SourceRecord) -> BaseModel:
     return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path)})
+
+
+def citation_model(citation: Citation) -> BaseModel:
+    fields = {f.name: getattr(citation, f.name) for f in dataclasses.fields(citation) if f.name != "hit"}
+    return CitationModel.model_validate({**fields, "source_id": source_id(citation.source)})
+
+
+def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
+    hit = passage.hit
+    fields = {f.name: getattr(passage, f.name) for f in dataclasses.fields(passage) if f.name != "hit"}
+    return PassageModel.model_validate({
+        **fields, "chunk_id": hit.chunk_id, "source": hit.source, "source_id": source_id(hit.source),
+        "section": hit.section, "page": hit.page, "score": hit.score, "highlights": highlights or [],
+    })
+
+
+def context_model(context: Context, highlight: Callable[[str], list[tuple[int, int]]] | None = None) -> BaseModel:
+    passages = [passage_model(p, highlight(p.text) if highlight else None) for p in context.passages]
+    fields = {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name != "passages"}
+    return ContextModel.model_validate({**fields, "passages": passages})
+
+
+def answer_model(answer: Answer, highlight: Callable[[str], list[tuple[int, int]]] | None = None) -> BaseModel:
+    return AnswerModel.model_validate({
+        "question": answer.question, "text": answer.text, "strategy": answer.strategy, "model": answer.model,
+        "citations": [citation_model(c) for _, c in sorted(answer.citations.items())],
+        "sentences": [dataclasses.asdict(s) for s in answer.sentences],
+        "unsupported": [s.text for s in answer.unsupported],
+        "context": context_model(answer.context, highlight) if isinstance(answer.context, Context) else None,
+        "trace": [dataclasses.asdict(step) for step in answer.trace],
+        "tokens": dict(answer.tokens), "warnings": list(answer.warnings), "seconds": answer.seconds,
+    })
 
 
 def report_model(report: IngestReport) -> BaseModel:
@@ -114,6 +174,27 @@ class SearchResponse(BaseModel):
     plan: PlanModel | None = Field(None, description="with explain: what the search asked for")  # type: ignore[valid-type]
     trace: list[TraceModel] | None = Field(  # type: ignore[valid-type]
         None, description="with explain: per pipeline step, its time, hits in and out, and scores after it")
+
+
+class ContextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(..., min_length=1, description="the question the context is for")
+    budget: int | None = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
+    k: int | None = Field(None, ge=1, le=100, description="passages retrieved; None = answer.k")
+    where: dict[str, Any] | None = Field(None, description="metadata filter, as for /v1/search")
+    mode: str | None = Field(None, description="search preset used to retrieve; None = answer.mode or search's")
+
+
+class AskRequest(ContextRequest):
+    strategy: str | None = Field(
+        None, description="auto, extractive (no LLM: quotes the best sentences), standard, attributed or cove; "
+        "None = answer.strategy. The LLM is the server's (llm section of its config)",
+    )
+    stream: bool = Field(
+        False, description="true: a text/event-stream of `token` events ({\"text\": ...}), then one `answer` "
+        "event (the Answer), or an `error` event; false: the Answer as one JSON",
+    )
 
 
 class IngestPathsRequest(BaseModel):

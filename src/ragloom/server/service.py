@@ -15,17 +15,27 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from ..config import Config
-from ..errors import IndexLockedError, QueryError
+from ..errors import ConfigError, IndexLockedError, QueryError
 from ..index import Index
 from ..stores.base import AuditEntry
-from ..types import Hit, IndexStats, SourceRecord
+from ..types import Answer, Hit, IndexStats, SourceRecord
 from .highlight import matched_spans, query_terms
-from .schemas import PlanModel, SearchResponse, TraceModel, hit_model, source_id
+from .schemas import PlanModel, SearchResponse, TraceModel, context_model, hit_model, source_id
+
+#: One lock per loaded LLM (``shared_llm`` builds one per process): a llama.cpp model is not
+#: thread-safe, so answers needing it run one at a time; extractive answers run in parallel.
+_LLM_LOCKS: dict[int, threading.Lock] = {}
+_LLM_LOCKS_GUARD = threading.Lock()
+
+
+def llm_lock(model: object) -> threading.Lock:
+    with _LLM_LOCKS_GUARD:
+        return _LLM_LOCKS.setdefault(id(model), threading.Lock())
 
 
 class IndexService:
@@ -73,11 +83,7 @@ class IndexService:
     ) -> SearchResponse:
         started = time.perf_counter()
         settings = self.config.search
-        if len(query) > self.config.server.max_query_chars:
-            raise QueryTooLongError(
-                f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
-                "(server.max_query_chars)"
-            )
+        self._check_length(query)
         # Index.search reports these through warnings.warn, which threads serving many requests
         # cannot catch per request (catch_warnings is process-wide): they go into the response.
         notes: list[str] = []
@@ -101,6 +107,63 @@ class IndexService:
             response.plan = PlanModel.model_validate(result.plan, from_attributes=True)
             response.trace = [TraceModel.model_validate(step, from_attributes=True) for step in result.trace]
         return response
+
+    # -- answers ------------------------------------------------------------------------------------
+    def context(
+        self, question: str, *, budget: int | None = None, k: int | None = None,
+        where: Mapping[str, Any] | None = None, mode: str | None = None,
+    ) -> Any:
+        """The numbered, budgeted context for ``question`` as its response model (``ContextModel``)."""
+        self._check_length(question)
+        with self.reader() as index:
+            context = index.context(question, budget=budget, k=k, where=where, mode=mode)
+        return context_model(context, self.highlighter(question))
+
+    def ask_stream(
+        self, question: str, *, strategy: str | None = None, k: int | None = None, budget: int | None = None,
+        where: Mapping[str, Any] | None = None, mode: str | None = None,
+    ) -> Iterator[str | Answer]:
+        """``Index.ask_stream`` on a reader; an answer that needs the LLM holds its lock throughout.
+
+        Close the generator when abandoning it early: that returns the reader and the LLM.
+        """
+        from ..generate.answering import choose
+        from ..generate.strategies import strategy_names
+
+        self._check_length(question)
+        wanted = strategy or self.config.answer.strategy
+        if wanted != "auto" and wanted not in strategy_names():
+            raise UnknownStrategyError(
+                f"no answer strategy named {wanted!r}; choose one of: auto, {', '.join(strategy_names())}")
+        with self.reader() as index:
+            try:
+                name, model = choose(index, wanted, None)
+            except ConfigError as exc:  # the strategy needs an LLM this server does not have
+                raise LLMUnavailableError(str(exc)) from exc
+            guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
+            with guard:
+                yield from index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
+                                            mode=mode)
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        answer = None
+        for piece in self.ask_stream(question, **options):
+            if isinstance(piece, Answer):
+                answer = piece
+        assert answer is not None, "ask_stream ended without an Answer"
+        return answer
+
+    @staticmethod
+    def highlighter(question: str) -> Any:
+        terms = query_terms(question)
+        return lambda text: matched_spans(text, terms)
+
+    def _check_length(self, query: str) -> None:
+        if len(query) > self.config.server.max_query_chars:
+            raise QueryTooLongError(
+                f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
+                "(server.max_query_chars)"
+            )
 
     def stats(self) -> IndexStats:
         with self.reader() as index:
@@ -167,3 +230,15 @@ class UnknownSourceError(QueryError, LookupError):
     """No source has the given id."""
 
     status, code = 404, "source_not_found"
+
+
+class UnknownStrategyError(QueryError):
+    """An answer strategy that does not exist."""
+
+    status, code = 422, "unknown_strategy"
+
+
+class LLMUnavailableError(ConfigError):
+    """The answer strategy asked for needs an LLM, and the server's config has none usable."""
+
+    status, code = 503, "llm_unavailable"

@@ -44,11 +44,16 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
             templates = (await client.list_resource_templates()).resource_templates
             first = found.structured_content["sources"][0]
             resource = await client.read_resource(first["uri"])
+            answered = await client.call_tool("ask", {"question": "What does DDS handle?", "strategy": "extractive"})
+            unknown = await client.call_tool("ask", {"question": "What does DDS handle?", "strategy": "oracle"})
+            context = await client.call_tool("get_context", {"question": "What does DDS handle?", "budget": 200})
             return {"tools": tools, "found": found, "bad": bad, "listed": listed, "templates": templates,
-                    "resource": resource, "first": first}
+                    "resource": resource, "first": first, "answered": answered, "unknown": unknown,
+                    "context": context}
 
     got = anyio.run(session)
-    assert set(got["tools"]) == {"search", "list_sources"}  # no ingest unless server.mcp.ingest is on
+    _check_answer_and_context(got)
+    assert set(got["tools"]) == {"search", "ask", "get_context", "list_sources"}  # ingest only when enabled
     assert got["tools"]["search"].output_schema["properties"]["hits"]
     found = got["found"]
     assert not found.is_error
@@ -61,6 +66,26 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
     assert [t.uri_template for t in got["templates"]] == ["ragloom://source/{source_id}"]
     text = got["resource"].contents[0].text
     assert text.startswith(f"source: {hits[0]['source']}") and hits[0]["text"][:60] in text
+    assert got["tools"]["ask"].output_schema["properties"]["citations"]
+
+
+def _check_answer_and_context(got: dict) -> None:
+    """The ask and get_context tools' structured content: citations point at retrieved passages."""
+    answered = got["answered"]
+    assert not answered.is_error
+    answer = answered.structured_content
+    assert answer["strategy"] == "extractive" and "DDS handles discovery, serialization and transport." in answer["text"]
+    cited = {c["number"]: c for c in answer["citations"]}
+    assert cited and all(f"[{n}]" in answer["text"] for n in cited)
+    passages = {p["number"]: p for p in answer["context"]["passages"]}
+    for number, citation in cited.items():
+        assert {"number", "source", "chunk_id", "text"} <= set(citation)
+        assert citation["chunk_id"] == passages[number]["chunk_id"] and citation["source"].endswith(".md")
+    assert {s["path"] for s in answer["sources"]} == {c["source"] for c in cited.values()}
+    assert got["unknown"].is_error and "unknown_strategy" in got["unknown"].content[0].text
+    context = got["context"].structured_content
+    assert context["passages"] and context["tokens"] <= context["budget"] == 200
+    assert context["rendered"].startswith("[1] ") and context["passages"][0]["text"] in context["rendered"]
 
 
 def test_streamable_http_with_key_and_the_ingest_tool(indexed, tmp_path):
@@ -87,14 +112,19 @@ def test_streamable_http_with_key_and_the_ingest_tool(indexed, tmp_path):
                 outside = await client.call_tool("ingest", {"paths": [str(indexed / "docs")]})
                 ingested = await client.call_tool("ingest", {"paths": [str(extra)]})
                 found = await client.call_tool("search", {"query": "axolotl limbs regrow", "k": 1, "mode": "lexical"})
-                return {"names": names, "outside": outside, "ingested": ingested, "found": found}
+                answered = await client.call_tool("ask", {"question": "What do axolotls regrow?",
+                                                          "strategy": "extractive", "k": 2})
+                return {"names": names, "outside": outside, "ingested": ingested, "found": found,
+                        "answered": answered}
 
         got = anyio.run(session, API_KEY)
-        assert got["names"] == {"search", "list_sources", "ingest"}
+        assert got["names"] == {"search", "ask", "get_context", "list_sources", "ingest"}
         assert got["outside"].is_error and "path_not_allowed" in got["outside"].content[0].text
         assert not got["ingested"].is_error and got["ingested"].structured_content["added"] == [str(extra / "axolotl.md")]
         hits = got["found"].structured_content["hits"]
         assert hits and hits[0]["source"] == str(extra / "axolotl.md")
+        answer = got["answered"].structured_content
+        assert "regrow limbs" in answer["text"] and answer["citations"][0]["source"] == str(extra / "axolotl.md")
         # Without the key the endpoint refuses before any MCP exchange.
         refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"

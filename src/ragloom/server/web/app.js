@@ -1,6 +1,7 @@
 // ragloom's search page. Plain JavaScript, no build step. Document text is only ever
 // inserted with textContent (never innerHTML), so a passage cannot inject markup.
-// An "ask" mode is one more handler beside runSearch: POST /v1/ask, read its event stream.
+// "Ask" posts to /v1/ask and reads its event stream: the answer grows token by token, then its
+// [n] citations become links to the numbered passages below it.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -74,7 +75,7 @@ function renderHit(hit) {
   const where = [];
   if (hit.section) where.push(hit.section);
   if (hit.page !== null && hit.page !== undefined) where.push(`p. ${hit.page}`);
-  where.push(`chunk ${hit.chunk_index}`);
+  if (hit.chunk_index !== undefined) where.push(`chunk ${hit.chunk_index}`);
   head.append(el("span", "where", where.join(" · ")));
   head.append(el("span", "score", `score ${hit.score.toFixed(3)}`));
   const text = el("p", "text");
@@ -83,16 +84,26 @@ function renderHit(hit) {
   return item;
 }
 
-async function runSearch(event) {
-  event.preventDefault();
+function formOptions(body) {
   const key = $("api-key").value.trim();
   if (key) sessionStorage.setItem("ragloom-key", key);
-  const body = { query: $("query").value };
   if ($("mode").value) body.mode = $("mode").value;
   if ($("k").value) body.k = Number($("k").value);
   $("message").className = "message";
-  $("message").textContent = "searching…";
   $("results").replaceChildren();
+  return body;
+}
+
+function showError(error) {
+  $("message").className = "message error";
+  $("message").textContent = `${error.code}: ${error.message}`;
+}
+
+async function runSearch(event) {
+  event.preventDefault();
+  const body = formOptions({ query: $("query").value });
+  $("answer").hidden = true;
+  $("message").textContent = "searching…";
   try {
     const result = await api("/v1/search", {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
@@ -102,12 +113,117 @@ async function runSearch(event) {
     $("message").textContent =
       `${result.hits.length} passages (${result.mode}, ${result.took_ms.toFixed(0)} ms)${notes}`;
   } catch (error) {
-    $("message").className = "message error";
-    $("message").textContent = `${error.code}: ${error.message}`;
+    showError(error);
+  }
+}
+
+// Server-Sent Events from a fetch body (EventSource cannot POST): yields {event, data} objects.
+async function* serverSentEvents(response) {
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  let event = "message";
+  let data = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    // A "\r" at the end may be the first half of "\r\n": keep it for the next read.
+    const end = buffer.endsWith("\r") ? buffer.length - 1 : buffer.length;
+    const lines = buffer.slice(0, end).split(/\r\n|\r|\n/);
+    buffer = lines.pop() + buffer.slice(end);
+    for (const line of lines) {
+      if (line === "") {
+        if (data.length) yield { event, data: JSON.parse(data.join("\n")) };
+        event = "message";
+        data = [];
+      } else if (line.startsWith("event:")) {
+        event = line.slice(6).trim();
+      } else if (line.startsWith("data:")) {
+        data.push(line.slice(5).replace(/^ /, ""));
+      }
+    }
+  }
+}
+
+function focusPassage(number) {
+  const target = $(`hit-${number}`);
+  if (!target) return;
+  for (const hit of document.querySelectorAll("#results .hit.focused")) hit.classList.remove("focused");
+  target.classList.add("focused");
+  target.scrollIntoView({ behavior: "smooth", block: "center" });
+}
+
+// The answer's text with each [n] that cites a passage made a link to it (text nodes only).
+function withCitationLinks(text, numbers) {
+  const fragment = document.createDocumentFragment();
+  let at = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    const number = Number(match[1]);
+    if (!numbers.has(number)) continue;
+    fragment.append(document.createTextNode(text.slice(at, match.index)));
+    const link = el("a", "cite", `[${number}]`);
+    link.href = `#hit-${number}`;
+    link.dataset.number = String(number);
+    link.addEventListener("click", (event) => { event.preventDefault(); focusPassage(number); });
+    fragment.append(link);
+    at = match.index + match[0].length;
+  }
+  fragment.append(document.createTextNode(text.slice(at)));
+  return fragment;
+}
+
+function showAnswer(answer) {
+  const cited = new Set(answer.citations.map((c) => c.number));
+  $("answer-text").classList.remove("streaming");
+  $("answer-text").replaceChildren(withCitationLinks(answer.text, cited));
+  const passages = answer.context ? answer.context.passages : [];
+  $("results").replaceChildren(...passages.map((p) => {
+    const item = renderHit({ ...p, rank: p.number });
+    item.querySelector(".rank").textContent = `[${p.number}]`;
+    if (cited.has(p.number)) item.querySelector(".hit-head").append(el("span", "cited-badge", "cited"));
+    return item;
+  }));
+  const meta = [`${answer.strategy}${answer.model ? ` · ${answer.model}` : ""}`,
+    `${answer.citations.length} cited of ${passages.length} passages`, `${answer.seconds.toFixed(1)} s`];
+  $("answer-meta").textContent = meta.concat(answer.warnings).join(" · ");
+}
+
+async function runAsk() {
+  if (!$("search-form").reportValidity()) return;
+  const body = formOptions({ question: $("query").value, stream: true });
+  if ($("strategy").value) body.strategy = $("strategy").value;
+  $("answer").hidden = false;
+  $("answer-text").replaceChildren();
+  $("answer-text").classList.add("streaming");
+  $("answer-meta").textContent = "";
+  $("message").textContent = "answering…";
+  $("ask").disabled = true;
+  try {
+    const response = await fetch("/v1/ask", {
+      method: "POST", body: JSON.stringify(body),
+      headers: apiHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+    });
+    if (!response.ok) {
+      if (response.status === 401) $("key-box").hidden = false;
+      const failed = await response.json().catch(() => ({}));
+      throw failed.error || { code: `http_${response.status}`, message: response.statusText };
+    }
+    for await (const { event, data } of serverSentEvents(response)) {
+      if (event === "token") $("answer-text").append(document.createTextNode(data.text));
+      else if (event === "answer") showAnswer(data);
+      else if (event === "error") throw data;
+    }
+    $("message").textContent = "";
+  } catch (error) {
+    $("answer-text").classList.remove("streaming");
+    showError(error);
+  } finally {
+    $("ask").disabled = false;
   }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   $("search-form").addEventListener("submit", runSearch);
+  $("ask").addEventListener("click", runAsk);
   loadStatus();
 });

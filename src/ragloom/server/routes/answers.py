@@ -1,0 +1,96 @@
+"""POST /v1/context and POST /v1/ask (one JSON, or Server-Sent Events as the answer is generated)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+
+from ...types import Answer
+from ..app import ServerState
+from ..errors import error_body
+from ..schemas import AnswerModel, AskRequest, ErrorResponse, ContextModel, ContextRequest, answer_model
+from . import ERRORS, Reader
+
+router = APIRouter(prefix="/v1", tags=["answers"])
+_END = object()
+
+_LLM_DOWN = {503: {"model": ErrorResponse, "description": "the strategy needs an LLM the server cannot use"}}
+_STREAM_DOC = {
+    200: {
+        "description": "With `stream: false`, the Answer. With `stream: true`, a text/event-stream: `token` events "
+        '(data `{"text": "..."}`) as the answer is generated, then one `answer` event whose data is the Answer '
+        "(citations, context, trace), or an `error` event (data `{\"code\", \"message\"}`) if it fails midway.",
+        "content": {"text/event-stream": {}},
+    },
+}
+
+
+@router.post("/context", response_model=ContextModel, responses=ERRORS)  # type: ignore[valid-type]
+async def context(body: ContextRequest, state: Reader) -> Any:
+    """The numbered passages an LLM would be given for a question, within a token budget, each
+    with its source, section, page and score, and the token count of the whole."""
+    return await state.run(state.service.context, body.question, budget=body.budget, k=body.k, where=body.where,
+                           mode=body.mode)
+
+
+@router.post("/ask", response_model=AnswerModel, responses={**ERRORS, **_LLM_DOWN, **_STREAM_DOC})  # type: ignore[valid-type]
+async def ask(body: AskRequest, state: Reader) -> Any:
+    """Answer a question from the index, citing the passages as [n]. Extractive answers need no
+    LLM; the others use the server's LLM, one answer at a time."""
+    pieces = state.service.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
+                                      where=body.where, mode=body.mode)
+    highlight = state.service.highlighter(body.question)
+    try:
+        # The first piece comes after retrieval and the strategy's checks: an error up to here
+        # is an ordinary JSON error response, not a stream that fails.
+        first = await _next(state, pieces)
+    except BaseException:
+        pieces.close()
+        raise
+    if not body.stream:
+        try:
+            answer = first if isinstance(first, Answer) else await state.run(_last, pieces)
+        finally:
+            pieces.close()
+        state.metrics.answers.labels(answer.strategy).inc()
+        return JSONResponse(answer_model(answer, highlight).model_dump(mode="json"))
+    return EventSourceResponse(_events(state, first, pieces, highlight), ping=15)
+
+
+async def _events(state: ServerState, first: Any, pieces: Iterator[str | Answer], highlight: Any,
+                  ) -> AsyncIterator[ServerSentEvent]:
+    piece = first
+    try:
+        while piece is not _END:
+            if isinstance(piece, Answer):
+                state.metrics.answers.labels(piece.strategy).inc()
+                yield ServerSentEvent(answer_model(piece, highlight).model_dump_json(), event="answer")
+            else:
+                yield ServerSentEvent(json.dumps({"text": piece}), event="token")
+            try:
+                piece = await _next(state, pieces)
+            except Exception as exc:  # the status is sent already: the error is the stream's last event
+                yield ServerSentEvent(error_body(exc).model_dump_json(), event="error")
+                return
+    finally:
+        # Returns the reader (and the LLM's lock) when the client goes away mid-answer.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(pieces.close)
+
+
+def _last(pieces: Iterator[str | Answer]) -> Answer:
+    answer = None
+    for piece in pieces:
+        answer = piece
+    assert isinstance(answer, Answer), "ask_stream ended without an Answer"
+    return answer
+
+
+async def _next(state: ServerState, pieces: Iterator[str | Answer]) -> Any:
+    return await state.run(next, pieces, _END)
