@@ -82,7 +82,7 @@ def prepare(index: Index, question: str, llm: LLM | None, *, k: int | None, budg
     return AnswerRequest(
         question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
         count_tokens=count, llm=llm, scorer=lambda: scorer(index), support=lambda: support_checker(index),
-        trace=trace, warnings=list(context.notes),
+        trace=trace,
         # Chain-of-verification retrieves again for each of its questions, on half the budget.
         search=lambda q: build_context(index.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
     )
