@@ -141,9 +141,14 @@ class IndexService:
             except ConfigError as exc:  # the strategy needs an LLM this server does not have
                 raise LLMUnavailableError(str(exc)) from exc
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
+            empty = index.store.count() == 0
             with guard:
-                yield from index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
-                                            mode=mode)
+                for piece in index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
+                                              mode=mode):
+                    if isinstance(piece, Answer) and empty:  # said per answer, not through warnings.warn
+                        piece.warnings.append(
+                            "the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
+                    yield piece
 
     def ask(self, question: str, **options: Any) -> Answer:
         answer = None

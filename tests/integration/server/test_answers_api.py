@@ -103,6 +103,7 @@ def test_errors_before_a_stream_are_json_and_the_query_limits_hold(served):
     assert extra.status_code == 422 and "llm" in extra.json()["error"]["message"]  # the LLM is the server's
 
 
+@pytest.mark.filterwarnings("ignore:the index at .* is empty")
 def test_reads_need_the_key_when_configured(tmp_path):
     (tmp_path / "docs").mkdir()
     config = Config.from_dict({"index": str(tmp_path / "index"), "server": {
@@ -115,6 +116,7 @@ def test_reads_need_the_key_when_configured(tmp_path):
             empty = client.post("/v1/ask", json={"question": QUESTION, "strategy": "extractive"})
     assert refused.status_code == refused_context.status_code == 401
     assert empty.status_code == 200 and empty.json()["citations"] == []  # an empty index has nothing to cite
+    assert any("the index is empty" in note for note in empty.json()["warnings"])
 
 
 def test_a_strategy_needing_an_llm_the_server_lacks_is_503(tmp_path):
