@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
+from ..stores.embedded.connection import immediate_transaction, select_in
 from ..types import sha256_hex
 
 if TYPE_CHECKING:
@@ -97,26 +98,13 @@ class Tables:
                 if statement:
                     db.execute(statement)
 
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        if self.db.in_transaction:  # already inside the caller's transaction
-            yield self.db
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, or the caller's when one is open (knowledge writes join the store's)."""
+        return immediate_transaction(self.db, join=True)
 
     def select_in(self, query: str, keys: Sequence[Any], *before: Any) -> Iterator[tuple[Any, ...]]:
         """Rows of ``query + " IN (...)"`` over the distinct ``keys``, in batches SQLite accepts."""
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
-            yield from self.db.execute(f"{query} IN ({','.join('?' * len(batch))})", [*before, *batch])
+        return select_in(self.db, query, keys, *before)
 
     # -- cache of model outputs (agentic boundaries, propositions, LLM extractions) ---------------
     def cached(self, *key_parts: object) -> Any:

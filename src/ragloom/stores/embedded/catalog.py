@@ -25,7 +25,7 @@ from ...errors import IndexReadOnlyError, StoreError
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
 from . import vectorlog
-from .connection import connect
+from .connection import connect, immediate_transaction, select_in
 
 SCHEMA_VERSION = 2  # 2: vectors moved from blobs in `embeddings` to the vector file
 
@@ -115,14 +115,8 @@ class Catalog:
             raise IndexReadOnlyError(
                 f"the index at {self.path.parent} is open read-only; writing needs write permission on it"
             )
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
+        with immediate_transaction(self.db) as db:
+            yield db
 
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str) -> Any:
@@ -326,11 +320,7 @@ class Catalog:
         return [by_id[i] for i in chunk_ids if i in by_id]
 
     def _select_in(self, query: str, keys: Sequence[str]) -> Iterator[tuple[Any, ...]]:
-        """Rows of ``query + " IN (...)"`` over the distinct ``keys``, in batches SQLite accepts."""
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
-            yield from self.db.execute(f"{query} IN ({','.join('?' * len(batch))})", batch)
+        return select_in(self.db, query, keys)
 
     def iter_chunks(self, source: str | None = None) -> Iterator[tuple[int, Chunk]]:
         """(row, chunk) pairs in row order, of one source or of all."""

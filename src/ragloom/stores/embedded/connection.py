@@ -8,6 +8,8 @@ database", "database disk image is malformed") or a write to a read-only index i
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,29 @@ def connect(path: Path, read_only: bool = False) -> GuardedConnection:
                 raise error from None
             raise StoreError(f"cannot open the index database {path}: {exc}") from None
     raise AssertionError("unreachable")
+
+
+@contextmanager
+def immediate_transaction(db: sqlite3.Connection, join: bool = False) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception. With ``join``, a caller
+    already inside a transaction gets that one instead (its commit or rollback covers both)."""
+    if join and db.in_transaction:
+        yield db
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    else:
+        db.execute("COMMIT")
+
+
+def select_in(db: sqlite3.Connection, query: str, keys: Sequence[Any], *before: Any) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``query + " IN (...)"`` over the distinct ``keys``, in batches SQLite accepts;
+    ``before`` are the query's parameters that come ahead of the IN list."""
+    unique = list(dict.fromkeys(keys))
+    for start in range(0, len(unique), 500):
+        batch = unique[start : start + 500]
+        yield from db.execute(f"{query} IN ({','.join('?' * len(batch))})", [*before, *batch])
