@@ -243,6 +243,7 @@ def main() -> None:
             row += f" {ann['latency'][name][0]:.2f} | {ann['latency'][name][1]:.2f} |"
         print(row)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
 
