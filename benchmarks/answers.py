@@ -44,7 +44,7 @@ def config_for(args: argparse.Namespace) -> Config:
 
 
 def squad(args: argparse.Namespace) -> None:
-    dataset = load_beir(args.dataset, "test")
+    dataset = load_beir(args.dataset, args.split)
     golds = load_answers(Path(args.dataset) / "answers.jsonl")
     questions = spread([q for q in dataset.queries if q in golds], args.limit)
     index, build = open_scratch_index(dataset.corpus_path, config_for(args), args.cache, shard_corpus=True)
@@ -62,7 +62,7 @@ def squad(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         results, recall = evaluate_answers(index, dataset, golds, args.runs, questions=questions, k=args.k,
                                            progress=progress)
-    print(f"SQuAD-train test split, {len(questions)} questions (fixed, spread over sorted ids), k={args.k}, "
+    print(f"SQuAD-train {args.split} split, {len(questions)} questions (fixed, spread over sorted ids), k={args.k}, "
           f"budget {args.budget} tokens, llm {args.llm or 'default (qwen2.5-coder-0.5b)'}, threads {args.threads}; "
           f"{time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f}")
     print()
@@ -120,6 +120,8 @@ def main() -> None:
     sub.choices["squad"].add_argument("--runs", nargs="+",
                                       default=[BASELINE, "extractive", "standard", "attributed"])
     sub.choices["squad"].add_argument("-k", type=int, default=5)
+    sub.choices["squad"].add_argument("--split", default="test",
+                                      help="qrels split: test (report) or train (tune prompts on this)")
     sub.choices["squad"].add_argument("--out", default=None, help="also write the results (and examples) as JSON")
     sub.choices["transforms"].add_argument("--modes", nargs="+",
                                            default=["hybrid", "hyde", "multi-query", "corrective"])

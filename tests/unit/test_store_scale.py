@@ -280,3 +280,54 @@ def test_a_small_change_is_caught_up_in_memory_without_rewriting_the_saved_index
         assert reader._ann_current() and reader.ann.index.ntotal == 5020
     finally:
         reader.close()
+
+
+def test_hybrid_halves_run_together_and_equal_the_separate_searches(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts, config=_ann_config())
+    try:
+        for where in (None, {"group": 3}, {"rare": True}):
+            conditions = parse_where(where) if where else ()
+            for i in (1, 500, 4321):
+                dense, lexical = store.search_both(vectors[i], texts[i], 50, conditions)
+                assert dense == store.search_dense(vectors[i], 50, conditions)
+                assert lexical == store.search_lexical(texts[i], 50, conditions)
+    finally:
+        store.close()
+
+
+def test_a_cached_filter_follows_new_writes(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors[:2000], texts[:2000])
+    try:
+        where = parse_where({"group": 3})
+        before = store._allowed_rows(where)
+        assert store._allowed_rows(where) is before  # reused within a generation
+        assert not before.flags.writeable
+        _write(store, vectors, texts, 2000, 100, "more")
+        store.flush()
+        hits = store.search_dense(vectors[2003], 5, where)
+        assert hits[0].chunk_id == f"{2003:08d}"  # a row written after the filter was first used
+        assert len(store._allowed_rows(where)) == len(before) + 10
+    finally:
+        store.close()
+
+
+def test_small_gathers_read_the_vector_file_without_mapping_it(tmp_path, corpus):
+    """Rescoring reads rows with pread (so a search process's RSS does not grow by the pages
+    of a 1.5 GB file); the result is the mapped file's bytes, and survives the file being
+    unlinked by a compaction while a reader still uses it."""
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors[:3000], texts[:3000])
+    try:
+        matrix = store.matrix
+        positions = np.array([0, 17, 2999, 5, 5])
+        assert matrix._reader is not None
+        read = matrix.at(positions)
+        assert read.flags.writeable and read.dtype == np.float32
+        np.testing.assert_array_equal(read, np.asarray(matrix.vectors[matrix.slots[positions]]))
+        np.testing.assert_array_equal(read, vectors[[0, 17, 2999, 5, 5]])
+        os.unlink(matrix.vectors.filename)
+        np.testing.assert_array_equal(matrix.at(positions[:2]), vectors[[0, 17]])
+    finally:
+        store.close()

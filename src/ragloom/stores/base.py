@@ -131,6 +131,13 @@ class Store(ABC):
     ) -> list[Candidate]:
         """Top ``k`` chunks by BM25 among those matching every condition."""
 
+    def search_both(
+        self, vector: np.ndarray, query: str, k: int, conditions: Sequence[Condition] = ()
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Dense and BM25 top ``k`` for one query (hybrid search); a store that can run the two
+        at once overrides this."""
+        return self.search_dense(vector, k, conditions), self.search_lexical(query, k, conditions)
+
     @abstractmethod
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         """Cosine similarity of ``vector`` to each of these chunks (for fusion)."""

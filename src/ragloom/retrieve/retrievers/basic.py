@@ -110,8 +110,7 @@ def hybrid_search(
     settings: SearchConfig,
 ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
     """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
-    dense = store.search_dense(vector, depth, conditions)
-    lexical = store.search_lexical(query, depth, conditions)
+    dense, lexical = store.search_both(vector, query, depth, conditions)
     dense_scores = {c.chunk_id: c.score for c in dense}
     missing = [c.chunk_id for c in lexical if c.chunk_id not in dense_scores]
     dense_scores.update(store.dense_scores(vector, missing))

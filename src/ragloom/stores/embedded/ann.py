@@ -53,6 +53,7 @@ class AnnIndex:
         self.generation = -1
         self.trained_size = 0
         self.unsaved = 0  # rows added or removed since the saved file
+        self._bitmap: tuple[np.ndarray, np.ndarray] | None = None  # (allowed rows, their bitmap)
 
     @property
     def ready(self) -> bool:
@@ -119,7 +120,7 @@ class AnnIndex:
         for start in range(0, n, 100_000):  # in slices: the vectors are memory-mapped
             part = np.arange(start, min(start + 100_000, n))
             index.add_with_ids(matrix.at(part), matrix.rows[part])
-        self.index, self.rows = index, matrix.rows.copy()
+        self.index, self.rows, self._bitmap = index, matrix.rows.copy(), None
         self.trained_size, self.generation = n, matrix.generation
         self.unsaved = n
 
@@ -133,8 +134,20 @@ class AnnIndex:
             self.index.add_with_ids(matrix.at(matrix.positions(added)), added)
         self.rows = matrix.rows.copy()
         self.generation = matrix.generation
+        self._bitmap = None
         self.unsaved += len(added) + len(removed)
         return len(added), len(removed)
+
+    def _bitmap_of(self, allowed_rows: np.ndarray) -> np.ndarray:
+        """faiss's row bitmap for this filter (the last one is kept: the store reuses the
+        allowed-rows array of a repeated filter)."""
+        if self._bitmap is not None and self._bitmap[0] is allowed_rows:
+            return self._bitmap[1]
+        bits = np.zeros(int(self.rows[-1]) + 1, dtype=bool)
+        bits[allowed_rows[allowed_rows <= self.rows[-1]]] = True
+        bitmap = np.packbits(bits, bitorder="little")
+        self._bitmap = (allowed_rows, bitmap)
+        return bitmap
 
     # -- search ---------------------------------------------------------------------------
     def search(
@@ -152,9 +165,7 @@ class AnnIndex:
                 return []
             # Probe more lists the fewer rows pass: 10% of the rows -> 4x the lists.
             nprobe *= math.ceil(1 / math.sqrt(available / max(len(self.rows), 1)))
-            bits = np.zeros(int(self.rows[-1]) + 1, dtype=bool)
-            bits[allowed_rows[allowed_rows <= self.rows[-1]]] = True
-            bitmap = np.packbits(bits, bitorder="little")
+            bitmap = self._bitmap_of(allowed_rows)
             selector = faiss.IDSelectorBitmap(len(bitmap), faiss.swig_ptr(bitmap))
         fetch = min(max(4 * k, k + 32), available)
         query = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))

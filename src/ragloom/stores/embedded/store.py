@@ -9,8 +9,11 @@ is seen.
 
 from __future__ import annotations
 
+import functools
+import os
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +31,15 @@ from .catalog import Catalog
 from .columns import MetadataColumns
 from .lexical import LexicalIndex
 from .matrix import VectorMatrix
+
+
+FILTERS_KEPT = 8
+
+
+@functools.cache
+def _workers() -> ThreadPoolExecutor:
+    """Threads for the BM25 half of hybrid searches, shared by every store in the process."""
+    return ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="ragloom-bm25")
 
 
 class EmbeddedStore(CatalogBacked, Store):
@@ -49,6 +61,9 @@ class EmbeddedStore(CatalogBacked, Store):
         self._ann_checked = -1  # the generation the approximate index was last brought to
         self._pending_lexical: dict[str, bool] = {}
         self._lexical_base = -1
+        # Allowed rows of the last few filters at the matrix's generation: a hybrid search asks
+        # twice (dense and BM25 halves), and users repeat filters.
+        self._allowed: dict[tuple[int, str], np.ndarray] = {}
 
     @classmethod
     def open(cls, path: Path, config: Config, read_only: bool = False) -> EmbeddedStore:
@@ -229,7 +244,28 @@ class EmbeddedStore(CatalogBacked, Store):
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
+        return self._dense(vector, k, self._allowed_rows(conditions))
+
+    def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        self._ensure_fresh()
+        return self._lexical(query, k, self._allowed_rows(conditions))
+
+    def search_both(
+        self, vector: np.ndarray, query: str, k: int, conditions: Sequence[Condition] = ()
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The BM25 half runs on a worker thread while this one searches the vectors: tantivy
+        and faiss/numpy release the GIL, so on 2 cores a hybrid search takes about as long as
+        its slower half (BENCHMARKS.md "Scale")."""
+        self._ensure_fresh()
         allowed = self._allowed_rows(conditions)
+        lexical = _workers().submit(self._lexical, query, k, allowed)
+        try:
+            dense = self._dense(vector, k, allowed)
+        finally:
+            found = lexical.result()
+        return dense, found
+
+    def _dense(self, vector: np.ndarray, k: int, allowed: np.ndarray | None) -> list[Candidate]:
         if self._ann_current() and (allowed is None or len(allowed) > self.ann.settings.exact_rows):
             return self.ann.search(vector, k, self.matrix, allowed)
         # Selective filters (and stores below the threshold) search every allowed vector.
@@ -238,22 +274,29 @@ class EmbeddedStore(CatalogBacked, Store):
             lambda: self.matrix.search(vector, k, allowed), self._rebuild_matrix,
         )
 
-    def _ann_current(self) -> bool:
-        return self.ann.ready and self.ann.generation == self.matrix.generation
-
-    def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
-        self._ensure_fresh()
+    def _lexical(self, query: str, k: int, allowed: np.ndarray | None) -> list[Candidate]:
         return run_or_rebuild(
             f"the BM25 index at {self.lexical.folder}",
-            lambda: self.lexical.search(query, k, self._allowed_rows(conditions)), self._rebuild_lexical,
+            lambda: self.lexical.search(query, k, allowed), self._rebuild_lexical,
         )
+
+    def _ann_current(self) -> bool:
+        return self.ann.ready and self.ann.generation == self.matrix.generation
 
     def _allowed_rows(self, conditions: Sequence[Condition]) -> np.ndarray | None:
         """SQLite rows matching every condition, or None for no filter."""
         if not conditions:
             return None
-        rows = self.matrix.rows
-        return rows[self.columns.mask(conditions, rows, self.matrix.generation)]
+        key = (self.matrix.generation, repr(list(conditions)))
+        allowed = self._allowed.pop(key, None)
+        if allowed is None:
+            rows = self.matrix.rows
+            allowed = rows[self.columns.mask(conditions, rows, self.matrix.generation)]
+            allowed.flags.writeable = False  # shared by the searches that reuse it
+            if len(self._allowed) >= FILTERS_KEPT:
+                del self._allowed[next(iter(self._allowed))]
+        self._allowed[key] = allowed  # most recently used last
+        return allowed
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         self._ensure_fresh()
