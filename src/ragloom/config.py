@@ -73,7 +73,7 @@ class EmbedderConfig(Section):
 class ChunkingConfig(Section):
     strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
-    chunk_overlap: int = Field(32, ge=0, description="tokens shared by neighbouring chunks (recursive)")
+    chunk_overlap: int = Field(0, ge=0, description="tokens shared by neighbouring chunks (recursive); 0 measured best on SciFact train (BENCHMARKS.md)")
     sentence_splitter: Literal["punkt", "regex"] = Field("punkt", description="how sentences are found")
     semantic_percentile: float = Field(
         90.0, gt=0.0, lt=100.0, description="semantic: split where the distance between consecutive sentences "
