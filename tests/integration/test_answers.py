@@ -87,6 +87,26 @@ def test_chain_of_verification_records_every_step(index: Index) -> None:
     assert names.count("verify") == len(questions) >= 1
 
 
+def test_auto_uses_an_llm_but_not_the_packaged_small_one(index: Index, monkeypatch) -> None:
+    """The packaged 0.5B model's answers measured below extractive ones, so auto skips it and says
+    why; any other usable model (here the tiny SmolLM2) gets the attributed strategy."""
+    from ragloom.models import DEFAULT_LOCAL_LLM, local_llm_installed
+
+    assert index.ask("What does DDS handle?", budget=250).strategy == "attributed"
+    if not local_llm_installed(DEFAULT_LOCAL_LLM):
+        pytest.skip(f"{DEFAULT_LOCAL_LLM} is not installed (scripts/setup.sh --llm installs it)")
+    monkeypatch.setattr(answering, "_told_no_llm", False)
+    config = index.config.model_copy(update={"llm": index.config.llm.model_copy(update={"model": None})})
+    view = Index(index.path, config, index.store, index.embedder)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answer = view.ask("What does DDS handle?")
+    assert answer.strategy == "extractive" and answer.model == ""
+    told = [str(w.message) for w in caught if "answering with the extractive strategy" in str(w.message)]
+    assert len(told) == 1 and DEFAULT_LOCAL_LLM in told[0] and "--strategy attributed" in told[0]
+    assert view.ask("What does DDS handle?", strategy="standard", budget=200).strategy == "standard"
+
+
 def test_without_an_llm_auto_answers_extractively_and_says_so_once(index: Index, monkeypatch) -> None:
     monkeypatch.setattr(answering, "_told_no_llm", False)
     config = index.config.model_copy(update={"llm": index.config.llm.model_copy(update={"model": "/nope/x.gguf"})})

@@ -2,7 +2,9 @@
 
 ``Index.ask`` and ``Index.ask_stream`` call ``ask_stream`` here. The strategy ``auto``
 is attributed when an LLM can be used and extractive (no LLM) otherwise, which is said
-once per process.
+once per process. The packaged Qwen2.5-Coder-0.5B counts as "otherwise": its answers
+measured below the extractive ones (BENCHMARKS.md "Answers"), so auto uses it only when
+asked by name through a strategy.
 """
 
 from __future__ import annotations
@@ -110,12 +112,19 @@ def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM
         return strategy, None
     reason = llm_unavailable(config)
     if strategy == "auto":
-        if reason is None:
+        if reason is None and not _packaged_default(config):
             return "attributed", shared_llm(config)
         if not _told_no_llm:
             _told_no_llm = True
-            warnings.warn(f"no LLM is available ({reason}); answering with the extractive strategy, which "
-                          "quotes the best sentences of the sources", RagloomWarning, stacklevel=3)
+            if reason is None:
+                told = (f"answering with the extractive strategy: the packaged {_packaged_default(config)} model's "
+                        "answers measured below extractive ones on SQuAD (BENCHMARKS.md \"Answers\"), so auto does "
+                        "not use it. --strategy attributed (or standard, cove) does; auto uses any other llm.model "
+                        "(qwen2.5-coder-1.5b, a .gguf file) or llm.provider")
+            else:
+                told = (f"no LLM is available ({reason}); answering with the extractive strategy, which quotes "
+                        "the best sentences of the sources")
+            warnings.warn(told, RagloomWarning, stacklevel=3)
         return "extractive", None
     if reason is not None:
         raise ConfigError(
@@ -123,6 +132,16 @@ def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM
             "(or RAGLOOM_LLM__PROVIDER, --llm PROVIDER[:MODEL]), or use --strategy extractive, which needs none"
         )
     return strategy, shared_llm(config)
+
+
+def _packaged_default(config: LLMConfig) -> str | None:
+    """The name of the local 0.5B model that setup installs, when it is the configured LLM: auto
+    prefers extractive answers to its answers."""
+    from ..models import DEFAULT_LOCAL_LLM
+
+    if config.provider == "llamacpp" and (config.model or DEFAULT_LOCAL_LLM) == DEFAULT_LOCAL_LLM:
+        return DEFAULT_LOCAL_LLM
+    return None
 
 
 def llm_config(config: LLMConfig, spec: str | None) -> LLMConfig:
