@@ -282,7 +282,19 @@ def test_a_small_change_is_caught_up_in_memory_without_rewriting_the_saved_index
         reader.close()
 
 
-def test_hybrid_halves_run_together_and_equal_the_separate_searches(tmp_path, corpus):
+def test_hybrid_halves_run_together_and_equal_the_separate_searches(tmp_path, corpus, monkeypatch):
+    from ragloom.stores.embedded import store as store_module
+
+    monkeypatch.setattr(store_module, "PARALLEL_ROWS", 1000)  # the corpus is past it: two threads
+    submitted = []
+    pool = store_module._workers()
+
+    class Counting:
+        def submit(self, fn, *args):
+            submitted.append(fn.__name__)
+            return pool.submit(fn, *args)
+
+    monkeypatch.setattr(store_module, "_workers", Counting)
     vectors, texts = corpus
     store = _store(tmp_path / "idx", vectors, texts, config=_ann_config())
     try:
@@ -292,6 +304,7 @@ def test_hybrid_halves_run_together_and_equal_the_separate_searches(tmp_path, co
                 dense, lexical = store.search_both(vectors[i], texts[i], 50, conditions)
                 assert dense == store.search_dense(vectors[i], 50, conditions)
                 assert lexical == store.search_lexical(texts[i], 50, conditions)
+        assert submitted == ["_lexical"] * 9
     finally:
         store.close()
 
