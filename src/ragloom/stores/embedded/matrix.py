@@ -22,7 +22,7 @@ from .catalog import Catalog
 # Gathers of at most this many vectors read the file with pread instead of touching its
 # mapped pages: a search process that rescores a few hundred rows per query would otherwise
 # keep, over many queries, most of the file's pages mapped and counted in its RSS (at 1M
-# chunks the file is 1.5 GB). Larger gathers (filtered exact search) use the mapping.
+# chunks the file is 1.5 GB). Larger gathers, and the filtered exact scan, use the mapping.
 READ_LIMIT = 4096
 
 
@@ -128,7 +128,8 @@ class VectorMatrix:
             positions = self.positions(allowed_rows)
             if len(positions) == 0:
                 return []
-            scores = cosine(self.at(positions), query)
+            # Through the mapping: a filtered scan reads the same allowed rows query after query.
+            scores = cosine(np.asarray(self.vectors[self.slots[positions]], dtype=np.float32), query)
         chosen = top_k_indices(scores, k)
         chosen_pos = chosen if positions is None else positions[chosen]
         candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
