@@ -326,8 +326,8 @@ class WatchConfig(Section):
 class AnswerConfig(Section):
     strategy: str = Field(
         "auto", description="auto | extractive | standard | attributed | cove; auto = attributed when an LLM "
-        "is available, else extractive (no LLM); the packaged qwen2.5-coder-0.5b measured below extractive, so "
-        "auto answers extractively with it"
+        "is available, else extractive (no LLM); the packaged qwen2.5-coder models measured below extractive, so "
+        "auto answers extractively with them"
     )
     k: int = Field(5, ge=1, description="passages retrieved for an answer")
     budget: int = Field(1500, ge=16, description="context budget in tokens (also the latency budget of a local LLM)")

@@ -93,6 +93,10 @@ def test_auto_uses_an_llm_but_not_the_packaged_small_one(index: Index, monkeypat
     from ragloom.models import DEFAULT_LOCAL_LLM, local_llm_installed
 
     assert index.ask("What does DDS handle?", budget=250).strategy == "attributed"
+    llm = index.config.llm
+    assert answering._packaged_default(llm.model_copy(update={"model": "qwen2.5-coder-1.5b"})) == "qwen2.5-coder-1.5b"
+    assert answering._packaged_default(llm.model_copy(update={"model": "/models/mine.gguf"})) is None
+    assert answering._packaged_default(llm.model_copy(update={"provider": "ollama", "model": None})) is None
     if not local_llm_installed(DEFAULT_LOCAL_LLM):
         pytest.skip(f"{DEFAULT_LOCAL_LLM} is not installed (scripts/setup.sh --llm installs it)")
     monkeypatch.setattr(answering, "_told_no_llm", False)

@@ -45,7 +45,7 @@ def ask_command(
     question: str = typer.Argument(..., help="A question about the indexed documents."),
     strategy: Optional[str] = typer.Option(
         None, "--strategy", "-s",
-        help="auto (default: attributed with an LLM other than the packaged 0.5B one, else extractive), extractive (no LLM), standard, attributed, cove.",
+        help="auto (default: attributed with an LLM other than the packaged Qwen models, else extractive), extractive (no LLM), standard, attributed, cove.",
     ),
     llm: Optional[str] = typer.Option(
         None, "--llm", help="LLM as PROVIDER[:MODEL] (ollama:llama3.2, openai:gpt-4o-mini) or a local model name "

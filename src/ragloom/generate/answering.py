@@ -2,9 +2,9 @@
 
 ``Index.ask`` and ``Index.ask_stream`` call ``ask_stream`` here. The strategy ``auto``
 is attributed when an LLM can be used and extractive (no LLM) otherwise, which is said
-once per process. The packaged Qwen2.5-Coder-0.5B counts as "otherwise": its answers
-measured below the extractive ones (BENCHMARKS.md "Answers"), so auto uses it only when
-asked by name through a strategy.
+once per process. The packaged Qwen2.5-Coder models (0.5B, the default, and 1.5B) count as
+"otherwise": their answers measured below the extractive ones (BENCHMARKS.md "Answers"), so
+they answer only when a strategy names them.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM
             if reason is None:
                 told = (f"answering with the extractive strategy: the packaged {_packaged_default(config)} model's "
                         "answers measured below extractive ones on SQuAD (BENCHMARKS.md \"Answers\"), so auto does "
-                        "not use it. --strategy attributed (or standard, cove) does; auto uses any other llm.model "
-                        "(qwen2.5-coder-1.5b, a .gguf file) or llm.provider")
+                        "not use it. --strategy attributed (or standard, cove) does; auto uses a .gguf file of your "
+                        "own as llm.model, or another llm.provider")
             else:
                 told = (f"no LLM is available ({reason}); answering with the extractive strategy, which quotes "
                         "the best sentences of the sources")
@@ -135,13 +135,13 @@ def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM
 
 
 def _packaged_default(config: LLMConfig) -> str | None:
-    """The name of the local 0.5B model that setup installs, when it is the configured LLM: auto
-    prefers extractive answers to its answers."""
-    from ..models import DEFAULT_LOCAL_LLM
+    """The name of the configured LLM when it is one of the packaged local answer models (Qwen
+    0.5B, the default, and 1.5B): auto prefers extractive answers to theirs, which measured
+    below them on SQuAD (BENCHMARKS.md "Answers")."""
+    from ..models import DEFAULT_LOCAL_LLM, LOCAL_LLMS
 
-    if config.provider == "llamacpp" and (config.model or DEFAULT_LOCAL_LLM) == DEFAULT_LOCAL_LLM:
-        return DEFAULT_LOCAL_LLM
-    return None
+    name = config.model or DEFAULT_LOCAL_LLM
+    return name if config.provider == "llamacpp" and name in LOCAL_LLMS else None
 
 
 def llm_config(config: LLMConfig, spec: str | None) -> LLMConfig:
