@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Protocol,
+    TypeVar,
+    runtime_checkable,
+)
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -110,6 +118,18 @@ class NoOptions(BaseModel):
     """Options of a component that takes none: any key is an error."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class Configured(Generic[OptionsT]):
+    """A retriever or stage built from its validated ``Options`` (their defaults when none are given)."""
+
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, options: OptionsT | None = None) -> None:
+        self.options: OptionsT = options or self.Options()  # type: ignore[assignment]
 
 
 class SearchContext:

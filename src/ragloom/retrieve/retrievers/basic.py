@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..base import NoOptions, QueryPlan, Retrieved, SearchContext
+from ..base import Configured, NoOptions, QueryPlan, Retrieved, SearchContext
 from ..fusion import convex_combination, reciprocal_rank_fusion
 
 if TYPE_CHECKING:
@@ -17,28 +17,22 @@ if TYPE_CHECKING:
     from ...stores.base import Candidate, Store
 
 
-class DenseRetriever:
+class DenseRetriever(Configured[NoOptions]):
     """Nearest chunks to the query's embedding, by cosine similarity."""
 
     name: ClassVar[str] = "dense"
     Options = NoOptions
-
-    def __init__(self, options: NoOptions | None = None) -> None:
-        self.options = options or NoOptions()
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         found = context.store.search_dense(context.query_vector(plan.text), depth, plan.conditions)
         return Retrieved(found, {"dense": {c.chunk_id: c.score for c in found}})
 
 
-class LexicalRetriever:
+class LexicalRetriever(Configured[NoOptions]):
     """BM25 over the chunk texts."""
 
     name: ClassVar[str] = "lexical"
     Options = NoOptions
-
-    def __init__(self, options: NoOptions | None = None) -> None:
-        self.options = options or NoOptions()
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         found = context.store.search_lexical(plan.text, depth, plan.conditions)
@@ -58,7 +52,7 @@ class HybridOptions(BaseModel):
     prf_weight: float = Field(0.3, ge=0.0, le=1.0, description="Rocchio: weight of the feedback centroid")
 
 
-class HybridRetriever:
+class HybridRetriever(Configured[HybridOptions]):
     """Dense and BM25 candidates fused into one ranking.
 
     Convex fusion is min-max normalised (Bruch et al. 2023); chunks that only one side
@@ -68,9 +62,6 @@ class HybridRetriever:
 
     name: ClassVar[str] = "hybrid"
     Options = HybridOptions
-
-    def __init__(self, options: HybridOptions | None = None) -> None:
-        self.options = options or HybridOptions()
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         settings = context.config.search

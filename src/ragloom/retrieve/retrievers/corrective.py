@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..base import QueryPlan, Retrieved, SearchContext
+from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import reciprocal_rank_fusion
 from ..rerankers.cross_encoder import shared_cross_encoder
 from .transforms import StepSpec, base_retriever, prompts, transform_llm
@@ -44,12 +44,12 @@ class CorrectiveOptions(BaseModel):
         return self
 
 
-class CorrectiveRetriever:
+class CorrectiveRetriever(Configured[CorrectiveOptions]):
     name: ClassVar[str] = "corrective"
     Options = CorrectiveOptions
 
     def __init__(self, options: CorrectiveOptions | None = None) -> None:
-        self.options = options or CorrectiveOptions()
+        super().__init__(options)
         self.base = base_retriever(self.options.base)
         self.fallback = base_retriever(self.options.fallback)
 

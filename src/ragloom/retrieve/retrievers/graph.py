@@ -20,7 +20,7 @@ from ...knowledge.names import alias_keys
 from ...knowledge.sync import has_table_rows_in
 from ...knowledge.tables import tables
 from ...stores.base import Candidate, rank_candidates
-from ..base import QueryPlan, Retrieved, SearchContext
+from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import min_max
 from .basic import HybridOptions, HybridRetriever
 
@@ -44,12 +44,12 @@ def query_graph(context: SearchContext, text: str, hops: int) -> tuple[Graph, di
     return graph, graph.neighbourhood(seeds, hops) if seeds else {}
 
 
-class GraphRetriever:
+class GraphRetriever(Configured[GraphOptions]):
     name: ClassVar[str] = "graph"
     Options = GraphOptions
 
     def __init__(self, options: GraphOptions | None = None) -> None:
-        self.options = options or GraphOptions()
+        super().__init__(options)
         hybrid = {k: v for k, v in self.options.model_dump().items() if k in HybridOptions.model_fields}
         self.hybrid = HybridRetriever(HybridOptions(**hybrid))
 

@@ -16,19 +16,16 @@ from typing import ClassVar
 from ...filters import matches
 from ...stores.base import Candidate, rank_candidates
 from ...types import Chunk
-from ..base import NoOptions, QueryPlan, Retrieved, SearchContext
+from ..base import Configured, NoOptions, QueryPlan, Retrieved, SearchContext
 
 _WORD = re.compile(r"\w+")
 _STOP = frozenset("a an and are as at be by for from how in is it of on or that the this to was what when "
                   "where which who why with do does".split())
 
 
-class GrepRetriever:
+class GrepRetriever(Configured[NoOptions]):
     name: ClassVar[str] = "grep"
     Options = NoOptions
-
-    def __init__(self, options: NoOptions | None = None) -> None:
-        self.options = options or NoOptions()
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         found = grep_chunks(context.store.iter_chunks(), plan, depth)

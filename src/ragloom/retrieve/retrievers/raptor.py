@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from ...knowledge.raptor import Node, tree_view
 from ...stores.base import Candidate, rank_candidates
 from ...types import Chunk
-from ..base import QueryPlan, Retrieved, SearchContext
+from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import min_max
 from .basic import HybridOptions, HybridRetriever
 
@@ -28,12 +28,12 @@ class RaptorOptions(HybridOptions):
     weight: float = Field(1.0, ge=0.0, le=2.0, description="multiplier of a summary's scaled dense score")
 
 
-class RaptorRetriever:
+class RaptorRetriever(Configured[RaptorOptions]):
     name: ClassVar[str] = "raptor"
     Options = RaptorOptions
 
     def __init__(self, options: RaptorOptions | None = None) -> None:
-        self.options = options or RaptorOptions()
+        super().__init__(options)
         hybrid = {k: v for k, v in self.options.model_dump().items() if k in HybridOptions.model_fields}
         self.hybrid = HybridRetriever(HybridOptions(**hybrid))
 

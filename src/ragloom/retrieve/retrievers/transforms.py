@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import ConfigError
-from ..base import QueryPlan, Retrieved, Retriever, SearchContext
+from ..base import Configured, QueryPlan, Retrieved, Retriever, SearchContext
 from ..fusion import reciprocal_rank_fusion
 from .basic import hybrid_search
 
@@ -64,14 +64,11 @@ class HydeOptions(BaseModel):
     max_tokens: int = Field(96, ge=8, description="length of the hypothetical passage")
 
 
-class HydeRetriever:
+class HydeRetriever(Configured[HydeOptions]):
     """Dense retrieval driven by an LLM-written hypothetical answer passage."""
 
     name: ClassVar[str] = "hyde"
     Options = HydeOptions
-
-    def __init__(self, options: HydeOptions | None = None) -> None:
-        self.options = options or HydeOptions()
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         llm = transform_llm(context, "HyDE")
@@ -97,14 +94,14 @@ class MultiQueryOptions(BaseModel):
     rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
 
 
-class MultiQueryRetriever:
+class MultiQueryRetriever(Configured[MultiQueryOptions]):
     """The question and ``n`` LLM rephrasings, each retrieved, fused with reciprocal rank fusion."""
 
     name: ClassVar[str] = "multi-query"
     Options = MultiQueryOptions
 
     def __init__(self, options: MultiQueryOptions | None = None) -> None:
-        self.options = options or MultiQueryOptions()
+        super().__init__(options)
         self.base = base_retriever(self.options.base)
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:

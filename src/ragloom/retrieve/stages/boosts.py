@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...filters import _same
 from ...types import Hit
-from ..base import QueryPlan, SearchContext, with_score
+from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
 
 
@@ -47,12 +47,9 @@ class BoostOptions(BaseModel):
     fetch: float = Field(1.0, ge=1.0, description="candidates considered per hit returned (k × fetch)")
 
 
-class BoostStage:
+class BoostStage(Configured[BoostOptions]):
     name: ClassVar[str] = "boosts"
     Options = BoostOptions
-
-    def __init__(self, options: BoostOptions | None = None) -> None:
-        self.options = options or BoostOptions()
 
     def wants(self, k: int) -> int:
         # A boost can lift a hit from below the cut, but fetching deeper costs time and changes

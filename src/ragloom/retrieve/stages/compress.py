@@ -16,7 +16,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
-from ..base import QueryPlan, SearchContext
+from ..base import Configured, QueryPlan, SearchContext
 from ..rerankers.cross_encoder import shared_cross_encoder
 
 
@@ -26,12 +26,9 @@ class CompressOptions(BaseModel):
     keep_min: int = Field(1, ge=1, description="sentences every hit keeps, its best ones, whatever their score")
 
 
-class CompressStage:
+class CompressStage(Configured[CompressOptions]):
     name: ClassVar[str] = "compress"
     Options = CompressOptions
-
-    def __init__(self, options: CompressOptions | None = None) -> None:
-        self.options = options or CompressOptions()
 
     def wants(self, k: int) -> int:
         return k

@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit, content_hash
-from ..base import QueryPlan, SearchContext
+from ..base import Configured, QueryPlan, SearchContext
 
 
 class DedupOptions(BaseModel):
@@ -26,12 +26,9 @@ class DedupOptions(BaseModel):
     fetch: float = Field(2.0, ge=1.0, description="candidates considered per hit returned (k × fetch)")
 
 
-class DedupStage:
+class DedupStage(Configured[DedupOptions]):
     name: ClassVar[str] = "dedup"
     Options = DedupOptions
-
-    def __init__(self, options: DedupOptions | None = None) -> None:
-        self.options = options or DedupOptions()
 
     def wants(self, k: int) -> int:
         return int(np.ceil(k * self.options.fetch))

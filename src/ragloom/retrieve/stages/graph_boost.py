@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
-from ..base import QueryPlan, SearchContext, ranked, with_score
+from ..base import Configured, QueryPlan, SearchContext, ranked, with_score
 from ..retrievers.graph import query_graph
 
 
@@ -22,12 +22,9 @@ class GraphBoostOptions(BaseModel):
     hops: int = Field(1, ge=0, le=2, description="relations away from the query's entities that still count")
 
 
-class GraphBoost:
+class GraphBoost(Configured[GraphBoostOptions]):
     name: ClassVar[str] = "graph-boost"
     Options = GraphBoostOptions
-
-    def __init__(self, options: GraphBoostOptions | None = None) -> None:
-        self.options = options or GraphBoostOptions()
 
     def wants(self, k: int) -> int:
         return max(k, 30)  # room for connected hits below the cut to move up

@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
-from ..base import QueryPlan, SearchContext, with_score
+from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
 
 
@@ -24,12 +24,9 @@ class MMROptions(BaseModel):
     fetch: float = Field(3.0, ge=1.0, description="candidates considered per hit returned (k × fetch)")
 
 
-class MMRStage:
+class MMRStage(Configured[MMROptions]):
     name: ClassVar[str] = "mmr"
     Options = MMROptions
-
-    def __init__(self, options: MMROptions | None = None) -> None:
-        self.options = options or MMROptions()
 
     def wants(self, k: int) -> int:
         return int(np.ceil(k * self.options.fetch))

@@ -11,15 +11,12 @@ from dataclasses import replace
 from typing import ClassVar
 
 from ...types import Hit
-from ..base import NoOptions, QueryPlan, SearchContext
+from ..base import Configured, NoOptions, QueryPlan, SearchContext
 
 
-class ParentPassage:
+class ParentPassage(Configured[NoOptions]):
     name: ClassVar[str] = "parent"
     Options = NoOptions
-
-    def __init__(self, options: NoOptions | None = None) -> None:
-        self.options = options or NoOptions()
 
     def wants(self, k: int) -> int:
         return k * 4  # several propositions collapse into one passage

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
-from ..base import QueryPlan, SearchContext, with_score
+from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
 
 #: Cross-encoder share of the blended score: best alone on 120 SciFact train queries over the top 20
@@ -43,12 +43,9 @@ class RerankOptions(BaseModel):
     retry_base_delay: float = Field(0.5, ge=0, description="cohere: first retry delay, doubled each time")
 
 
-class RerankStage:
+class RerankStage(Configured[RerankOptions]):
     name: ClassVar[str] = "rerank"
     Options = RerankOptions
-
-    def __init__(self, options: RerankOptions | None = None) -> None:
-        self.options = options or RerankOptions()
 
     def wants(self, k: int) -> int:
         return max(k, self.options.top_n)

@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
-from ..base import QueryPlan, SearchContext, with_score
+from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
 
 
@@ -26,12 +26,9 @@ class RollupOptions(BaseModel):
     limit: int = Field(2, ge=1, description="other chunks of a document counted at most (its best ones)")
 
 
-class RollupStage:
+class RollupStage(Configured[RollupOptions]):
     name: ClassVar[str] = "rollup"
     Options = RollupOptions
-
-    def __init__(self, options: RollupOptions | None = None) -> None:
-        self.options = options or RollupOptions()
 
     def wants(self, k: int) -> int:
         return k
