@@ -18,13 +18,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ProviderError
 from ..optional import require
 from .names import plausible_name
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from ..config import GraphConfig
@@ -183,14 +185,29 @@ class LLMExtractor:
         return [self._one(text) for text in texts]
 
     def _one(self, text: str) -> Extraction:
-        problem = ""
-        for _attempt in range(2):  # one retry, then skip
-            try:
-                raw = self._llm().complete(_PROMPT % (min(self.limit, _LLM_MAX_ENTITIES), text), json_mode=True)
-                return parse_llm_extraction(salvage_json(raw), text, self.limit)
-            except (ProviderError, ValidationError, ValueError, TypeError) as exc:
-                problem = str(exc).splitlines()[0][:200]
-        return Extraction(skipped=f"the LLM gave no usable JSON twice ({problem})")
+        found, problem = ask_json(
+            lambda prompt: self._llm().complete(prompt, json_mode=True),
+            _PROMPT % (min(self.limit, _LLM_MAX_ENTITIES), text),
+            lambda answer: parse_llm_extraction(answer, text, self.limit),
+            errors=(ProviderError, ValidationError, ValueError, TypeError),
+        )
+        return found if found is not None else Extraction(skipped=f"the LLM gave no usable JSON twice ({problem[:200]})")
+
+
+def ask_json(
+    complete: Callable[[str], str], prompt: str, parse: Callable[[Any], T],
+    errors: tuple[type[BaseException], ...] = (ProviderError, ValueError),
+) -> tuple[T | None, str]:
+    """Ask for JSON (``complete`` sends the prompt to an LLM in JSON mode) and ``parse`` it, an
+    answer cut off by the token limit salvaged, with one retry: the parsed value and "", or None
+    and the last problem's first line."""
+    problem = ""
+    for _attempt in range(2):
+        try:
+            return parse(salvage_json(complete(prompt))), ""
+        except errors as exc:
+            problem = str(exc).splitlines()[0]
+    return None, problem
 
 
 def salvage_json(text: str) -> Any:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ...errors import ProviderError, RagloomWarning
+from ...errors import RagloomWarning
 from ...types import Document, content_hash
-from ...knowledge.extract import salvage_json
+from ...knowledge.extract import ask_json
 from ._services import LLMChunkerMixin
 from ._tokens import TokenMeter
 from ._units import UnitChunker, fitting_units, pack, sentence_ranges
@@ -92,16 +92,10 @@ class AgenticChunker(LLMChunkerMixin, UnitChunker):
         cached = cache.cached(*key) if cache is not None else None
         if cached is not None:
             return [(int(a), str(b)) for a, b in cached]
-        problem = ""
-        for _attempt in range(2):
-            try:
-                answer = salvage_json(llm.complete(_PROMPT % numbered, json_mode=True))
-                sections = parse_boundaries(answer, len(sentences))
-                break
-            except (ProviderError, ValueError) as exc:
-                problem = str(exc).splitlines()[0][:160]
-        else:
-            warnings.warn(f"{source}: agentic chunking got no usable boundaries ({problem}); "
+        sections, problem = ask_json(lambda prompt: llm.complete(prompt, json_mode=True), _PROMPT % numbered,
+                                     lambda answer: parse_boundaries(answer, len(sentences)))
+        if sections is None:
+            warnings.warn(f"{source}: agentic chunking got no usable boundaries ({problem[:160]}); "
                           "chunked recursively instead", RagloomWarning, stacklevel=2)
             return None
         if cache is not None:

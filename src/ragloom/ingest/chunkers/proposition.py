@@ -13,9 +13,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ...errors import ProviderError, RagloomWarning
+from ...errors import RagloomWarning
 from ...types import Chunk, Document, content_hash
-from ...knowledge.extract import salvage_json
+from ...knowledge.extract import ask_json
 from ._services import LLMChunkerMixin
 from ._units import sentence_ranges
 from .base import Chunker, Span
@@ -79,15 +79,10 @@ class PropositionChunker(LLMChunkerMixin, Chunker):
         cached = cache.cached(*key) if cache is not None else None
         if cached is not None:
             return list(cached)
-        problem = ""
-        for _attempt in range(2):
-            try:
-                found = parse_propositions(salvage_json(llm.complete(_PROMPT % passage.text, json_mode=True)))
-                break
-            except (ProviderError, ValueError) as exc:
-                problem = str(exc).splitlines()[0][:160]
-        else:
-            warnings.warn(f"{passage.source}: no usable propositions for a passage ({problem}); "
+        found, problem = ask_json(lambda prompt: llm.complete(prompt, json_mode=True), _PROMPT % passage.text,
+                                  parse_propositions)
+        if found is None:
+            warnings.warn(f"{passage.source}: no usable propositions for a passage ({problem[:160]}); "
                           "its sentences are used instead", RagloomWarning, stacklevel=2)
             return _sentences(passage.text)
         if cache is not None:
