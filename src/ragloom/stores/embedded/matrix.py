@@ -92,6 +92,10 @@ class VectorMatrix:
         slots = self.slots[positions]
         if self._reader is not None and len(slots) <= READ_LIMIT:
             return self._reader.read(slots)
+        return self._mapped(slots)
+
+    def _mapped(self, slots: np.ndarray) -> np.ndarray:
+        """The vectors in these slots, gathered through the file's mapping (a copy)."""
         return np.asarray(self.vectors[slots], dtype=np.float32)
 
     def save(self) -> None:
@@ -129,7 +133,7 @@ class VectorMatrix:
             if len(positions) == 0:
                 return []
             # Through the mapping: a filtered scan reads the same allowed rows query after query.
-            scores = cosine(np.asarray(self.vectors[self.slots[positions]], dtype=np.float32), query)
+            scores = cosine(self._mapped(self.slots[positions]), query)
         chosen = top_k_indices(scores, k)
         chosen_pos = chosen if positions is None else positions[chosen]
         candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
