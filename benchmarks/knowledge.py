@@ -36,7 +36,8 @@ from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import initial_depth, search_documents
 from ragloom.knowledge.extract import LLMExtractor, SpacyExtractor
 from ragloom.knowledge.raptor import rebuild
-from ragloom.knowledge.sync import knowledge_llm, status, sync
+from ragloom.knowledge.structures import knowledge_llm
+from ragloom.knowledge.sync import status, sync
 
 ROOT = Path(__file__).resolve().parent
 DATASETS = ROOT.parent.parent / "shared" / "datasets"

@@ -109,7 +109,7 @@ def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, c
     for i, qid in enumerate(todo):
         hits = hybrid.search(queries[qid], k=depth)
         if ce_model is None:
-            from ragloom.retrieve.rerankers.cross_encoder import CrossEncoderReranker
+            from ragloom.models.cross_encoder import CrossEncoderReranker
 
             ce_model = CrossEncoderReranker()
         ce = ce_model.score(queries[qid], [h.text for h in hits[:depth_ce]])

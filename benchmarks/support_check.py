@@ -34,7 +34,7 @@ from ragloom.embed import create_embedder
 from ragloom.eval.answers import spread
 from ragloom.eval.beir import iter_jsonl, load_beir
 from ragloom.generate.citations import cross_encoder_support, embedding_support, overlap_support
-from ragloom.retrieve.rerankers.cross_encoder import CrossEncoder
+from ragloom.models.cross_encoder import CrossEncoder
 
 #: ../shared/datasets from the repository root; RAGLOOM_DATASETS elsewhere (e.g. from a worktree).
 SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")

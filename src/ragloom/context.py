@@ -165,6 +165,6 @@ def sentences(text: str) -> list[str]:
 
 @lru_cache(maxsize=4096)
 def _spans(text: str) -> tuple[tuple[int, int], ...]:
-    from .ingest.chunkers._units import sentence_ranges
+    from .models.sentences import sentence_ranges
 
     return tuple(sentence_ranges(text, 0, len(text), "punkt"))

@@ -46,7 +46,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
     "reranker": {
         "cohere": "ragloom.retrieve.rerankers.cohere:CohereReranker",
-        "cross-encoder": "ragloom.retrieve.rerankers.cross_encoder:CrossEncoder",
+        "cross-encoder": "ragloom.models.cross_encoder:CrossEncoder",
     },
     "strategy": {
         "extractive": "ragloom.generate.strategies.extractive:Extractive",

@@ -12,7 +12,7 @@ from ragloom.config import CacheConfig
 from ragloom.errors import ConfigError, ModelNotFoundError, UnknownComponentError
 from ragloom.retrieve.base import QueryPlan
 from ragloom.retrieve.pipeline import build_pipeline
-from ragloom.retrieve.rerankers.cross_encoder import CrossEncoder
+from ragloom.models.cross_encoder import CrossEncoder
 from ragloom.retrieve.stages.dedup import duplicate_groups
 from ragloom.retrieve.stages.mmr import maximal_marginal_relevance
 from ragloom.retrieve.stages.rerank import rerank_scores

@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from ..errors import MissingStructureError
-from ..knowledge.sync import KnowledgeStatus, StructureState
+from ..knowledge.structures import StructureState
+from ..knowledge.sync import KnowledgeStatus
 from .app import console, display_path, state
 
 raptor_app = typer.Typer(help="The RAPTOR tree of cluster summaries.", no_args_is_help=True)
@@ -69,7 +70,7 @@ def graph_command(
     """Show the entity graph: the most mentioned entities, or one entity's neighbourhood."""
     from ..knowledge.graph import Graph
     from ..knowledge.names import alias_keys
-    from ..knowledge.sync import has_table_rows
+    from ..knowledge.structures import has_table_rows
     from ..knowledge.tables import tables
 
     with state(ctx).open_index() as index:

@@ -1,6 +1,7 @@
 """Answering a question over an index: retrieve, build the context, run a strategy.
 
-``Index.ask`` and ``Index.ask_stream`` call ``ask_stream`` here. The strategy ``auto``
+``Index.ask`` and ``Index.ask_stream`` call ``ask_stream`` here with the :class:`AnswerServices`
+it needs (a retrieve callable, the embedder, the cross-encoder, the config), not the index. The strategy ``auto``
 is attributed when an LLM can be used and extractive (no LLM) otherwise, which is said
 once per process. The packaged Qwen2.5-Coder models (0.5B, the default, and 1.5B) count as
 "otherwise": their answers measured below the extractive ones (BENCHMARKS.md "Answers"), so
@@ -12,24 +13,47 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import LLMConfig, parse_model_spec
+from ..config import Config, LLMConfig, parse_model_spec
 from ..context import Context, build_context
 from ..errors import ConfigError, ProviderError, RagloomWarning, ServiceUnavailableError
 from ..types import Answer, AnswerStep
-from .base import LLM, llm_unavailable, shared_llm
+from ..models.llm import LLM, llm_unavailable, shared_llm
 from .prompts import NO_ANSWER, Prompts
 from .strategies import AnswerRequest, create_strategy, strategy_names
 
 if TYPE_CHECKING:
-    from ..index import Index
+    from ..embed.base import Embedder
+    from ..models.cross_encoder import CrossEncoder
+    from ..types import Hit
 
 _told_no_llm = False
 
 
+class Retrieve(Protocol):
+    """A search that returns its hits and plan (``Index.retrieve``)."""
+
+    def __call__(self, query: str, k: int | None = None, *, where: Mapping[str, Any] | None = None,
+                 mode: str | None = None) -> Any: ...
+
+
+@dataclass
+class AnswerServices:
+    """What answering uses of an index: its config, a search, and two models (loaded when first asked)."""
+
+    config: Config
+    retrieve: Retrieve
+    embedder: Callable[[], Embedder]
+    cross_encoder: Callable[[], CrossEncoder]
+
+    def search(self, query: str, **options: Any) -> list[Hit]:
+        return self.retrieve(query, **options).hits
+
+
 def ask_stream(
-    index: Index,
+    services: AnswerServices,
     question: str,
     *,
     strategy: str | None = None,
@@ -41,10 +65,10 @@ def ask_stream(
 ) -> Iterator[str | Answer]:
     """The answer's text in pieces as it is generated, then the finished Answer."""
     started = time.perf_counter()
-    name, model = choose(index, strategy or index.config.answer.strategy, llm)
+    name, model = choose(services.config, strategy or services.config.answer.strategy, llm)
     chosen = create_strategy(name)
-    request = prepare(index, question, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
-                      mode=mode, count=getattr(model, "count_tokens", None) or index.embedder.count_tokens)
+    request = prepare(services, question, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
+                      mode=mode, count=getattr(model, "count_tokens", None) or services.embedder().count_tokens)
     if chosen.needs_llm and not _relevant_enough(request):
         yield NO_ANSWER
         answer = _no_answer(request, name)
@@ -66,14 +90,14 @@ def ask_stream(
     yield answer
 
 
-def prepare(index: Index, question: str, llm: LLM | None, *, k: int | None, budget: int | None,
+def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int | None, budget: int | None,
             where: Mapping[str, Any] | None, mode: str | None, count: Callable[[str], int]) -> AnswerRequest:
     """Retrieve and build the numbered context: what a strategy is given, with the first two steps traced."""
-    settings = index.config.answer
+    settings = services.config.answer
     mode = mode or settings.mode
     budget = budget or settings.budget
     began = time.perf_counter()
-    result = index.retrieve(question, k=k or settings.k, where=where, mode=mode)
+    result = services.retrieve(question, k=k or settings.k, where=where, mode=mode)
     trace = [AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
         "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]})]
     began = time.perf_counter()
@@ -83,23 +107,23 @@ def prepare(index: Index, question: str, llm: LLM | None, *, k: int | None, budg
         "notes": list(context.notes)}))
     return AnswerRequest(
         question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
-        count_tokens=count, llm=llm, scorer=lambda: scorer(index), support=lambda: support_checker(index),
+        count_tokens=count, llm=llm, scorer=lambda: scorer(services), support=lambda: support_checker(services),
         trace=trace,
         # Chain-of-verification retrieves again for each of its questions, on half the budget.
-        search=lambda q: build_context(index.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
+        search=lambda q: build_context(services.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
     )
 
 
-def ask(index: Index, question: str, **options: Any) -> Answer:
+def ask(services: AnswerServices, question: str, **options: Any) -> Answer:
     answer = None
-    for piece in ask_stream(index, question, **options):
+    for piece in ask_stream(services, question, **options):
         if isinstance(piece, Answer):
             answer = piece
     assert answer is not None
     return answer
 
 
-def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM | None]:
+def choose(settings: Config, strategy: str, llm: LLM | str | None) -> tuple[str, LLM | None]:
     """The strategy to run and the LLM it gets (None for extractive)."""
     global _told_no_llm
     names = strategy_names()
@@ -107,7 +131,7 @@ def choose(index: Index, strategy: str, llm: LLM | str | None) -> tuple[str, LLM
         raise ConfigError(f"no answer strategy named {strategy!r}; choose one of: auto, {', '.join(names)}")
     if isinstance(llm, LLM):
         return ("attributed" if strategy == "auto" else strategy), llm
-    config = llm_config(index.config.llm, llm)
+    config = llm_config(settings.llm, llm)
     if strategy == "extractive":
         return strategy, None
     reason = llm_unavailable(config)
@@ -156,20 +180,18 @@ def llm_config(config: LLMConfig, spec: str | None) -> LLMConfig:
     return config.model_copy(update={"provider": provider, "model": model})
 
 
-def scorer(index: Index):  # noqa: ANN201 - a CrossEncoder
-    from ..retrieve.rerankers.cross_encoder import shared_cross_encoder
-
-    return shared_cross_encoder(index.search_context())
+def scorer(services: AnswerServices) -> CrossEncoder:
+    return services.cross_encoder()
 
 
-def support_checker(index: Index):  # noqa: ANN201 - a SupportChecker
+def support_checker(services: AnswerServices):  # noqa: ANN201 - a SupportChecker
     from .citations import cross_encoder_support, embedding_support, overlap_support
 
-    kind = index.config.answer.support_checker
+    kind = services.config.answer.support_checker
     if kind == "cross-encoder":
-        return cross_encoder_support(scorer(index))
+        return cross_encoder_support(scorer(services))
     if kind == "embedding":
-        return embedding_support(index.embedder)
+        return embedding_support(services.embedder())
     return overlap_support
 
 
@@ -190,9 +212,9 @@ def _no_answer(request: AnswerRequest, strategy: str) -> Answer:
     return finish(request, NO_ANSWER, strategy)
 
 
-def context_for(index: Index, question: str, *, budget: int | None = None, k: int | None = None,
+def context_for(services: AnswerServices, question: str, *, budget: int | None = None, k: int | None = None,
                 where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
     """The numbered, budgeted context for ``question`` (``ragloom context``), in the embedder's tokens."""
-    settings = index.config.answer
-    hits = index.search(question, k=k or settings.k, where=where, mode=mode or settings.mode)
-    return build_context(hits, budget or settings.budget, index.embedder.count_tokens, question)
+    settings = services.config.answer
+    hits = services.search(question, k=k or settings.k, where=where, mode=mode or settings.mode)
+    return build_context(hits, budget or settings.budget, services.embedder().count_tokens, question)

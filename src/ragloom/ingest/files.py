@@ -51,6 +51,11 @@ def source_id(path: str | Path) -> str:
     return str(absolute.parent.resolve() / absolute.name)
 
 
+def is_under(path: str, folder: str) -> bool:
+    """Whether the source id ``path`` lies inside the folder ``folder`` (both as ``source_id`` gives them)."""
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def display_name(path: str | Path) -> str:
     """``path`` as printable text: bytes that are not UTF-8 shown as ``\\xff`` escapes."""
     raw = os.fsencode(path)

@@ -17,7 +17,7 @@ from ..optional import require
 from .graph import Graph
 
 if TYPE_CHECKING:
-    from ..generate.base import LLM
+    from ..models.llm import LLM
 
 #: Communities smaller than this are not kept (pairs and singletons say little).
 MIN_SIZE = 3

@@ -28,13 +28,13 @@ import numpy as np
 from ..errors import MissingStructureError
 from ..optional import require
 from ..types import sha256_hex
+from .structures import StructureState, has_table_rows, knowledge_llm, source_chunks
 from .tables import Tables, tables
 
 if TYPE_CHECKING:
     from ..config import RaptorConfig
-    from ..generate.base import LLM
-    from ..index import Index
-    from .sync import StructureState
+    from ..models.llm import LLM
+    from ..parts import IndexParts
 
 _META = ("raptor-meta",)
 #: Dimensions the vectors are reduced to before clustering (the paper's UMAP setting).
@@ -112,7 +112,7 @@ def gmm_clusters(vectors: np.ndarray, max_clusters: int, threshold: float, seed:
 # -- summaries --------------------------------------------------------------------------------------
 def extractive_summary(texts: Sequence[str], vectors: np.ndarray, sentences: int) -> str:
     """The lead sentence of each of the ``sentences`` members nearest the cluster centre."""
-    from ..ingest.chunkers._units import sentence_ranges
+    from ..models.sentences import sentence_ranges
 
     centre = vectors.mean(axis=0)
     norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(centre) or 1.0)
@@ -234,47 +234,45 @@ def build_levels(
 
 
 # -- upkeep ------------------------------------------------------------------------------------------
-def _leaf_data(index: Index, leaf_ids: Sequence[str]) -> tuple[list[str], list[str], np.ndarray]:
-    chunks = index.store.get_chunks(list(leaf_ids))
-    found = index.store.cached_vectors([c.content_hash for c in chunks])
+def _leaf_data(parts: IndexParts, leaf_ids: Sequence[str]) -> tuple[list[str], list[str], np.ndarray]:
+    chunks = parts.store.get_chunks(list(leaf_ids))
+    found = parts.store.cached_vectors([c.content_hash for c in chunks])
     kept = [c for c in chunks if c.content_hash in found]
     vectors = (np.stack([found[c.content_hash] for c in kept]) if kept
-               else np.zeros((0, index.embedder.dimension), np.float32))
+               else np.zeros((0, parts.embedder.dimension), np.float32))
     return [c.id for c in kept], [c.text for c in kept], vectors
 
 
-def _summarizer(index: Index) -> Summarizer:
-    from .sync import knowledge_llm
+def _summarizer(parts: IndexParts) -> Summarizer:
 
-    return Summarizer(index.config.raptor, lambda: knowledge_llm(index))
+    return Summarizer(parts.config.raptor, lambda: knowledge_llm(parts))
 
 
-def rebuild(index: Index) -> dict[str, Any]:
+def rebuild(parts: IndexParts) -> dict[str, Any]:
     """Re-cluster and re-summarise the whole tree from the current leaves."""
-    store_tables = tables(index.store)
-    _sync_leaves(index, store_tables)
+    store_tables = tables(parts.store)
+    _sync_leaves(parts, store_tables)
     tree = Tree(store_tables)
     started = time.perf_counter()
-    ids, texts, vectors = _leaf_data(index, list(tree.leaves()))
-    nodes = build_levels(ids, texts, vectors, index.config.raptor, _summarizer(index),
-                         lambda t: index.embedder.embed_documents(t))
+    ids, texts, vectors = _leaf_data(parts, list(tree.leaves()))
+    nodes = build_levels(ids, texts, vectors, parts.config.raptor, _summarizer(parts),
+                         lambda t: parts.embedder.embed_documents(t))
     tree.clear()
     tree.save(nodes)
     tree.set_meta(built_leaves=len(ids), changed=0, built_at=time.time(), seconds=time.perf_counter() - started)
     return tree.counts()
 
 
-def _sync_leaves(index: Index, store_tables: Tables) -> tuple[set[str], set[str]]:
+def _sync_leaves(parts: IndexParts, store_tables: Tables) -> tuple[set[str], set[str]]:
     """Leaves follow the sources; return (leaf ids gone, leaf ids new)."""
-    from .sync import source_chunks
 
     db = store_tables.db
-    sources = {r.path: r.content_hash for r in index.store.list_sources()}
+    sources = {r.path: r.content_hash for r in parts.store.list_sources()}
     have = dict(db.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
     gone: set[str] = set()
     new: set[str] = set()
     for path in sorted(p for p in set(have) | set(sources) if have.get(p) != sources.get(p)):
-        chunks = source_chunks(index, path) if path in sources else []
+        chunks = source_chunks(parts, path) if path in sources else []
         with store_tables.transaction():
             gone |= {r[0] for r in db.execute("SELECT chunk_id FROM raptor_leaves WHERE source = ?", (path,))}
             db.execute("DELETE FROM raptor_leaves WHERE source = ?", (path,))
@@ -288,22 +286,22 @@ def _sync_leaves(index: Index, store_tables: Tables) -> tuple[set[str], set[str]
     return gone - new, new - gone
 
 
-def sync_raptor(index: Index, store_tables: Tables) -> list[str]:
+def sync_raptor(parts: IndexParts, store_tables: Tables) -> list[str]:
     """Leaves follow the sources; clusters they left or joined are re-summarised."""
     tree = Tree(store_tables)
-    gone, new = _sync_leaves(index, store_tables)
+    gone, new = _sync_leaves(parts, store_tables)
     nodes = tree.nodes()
     if not nodes:
-        if index.config.raptor.enabled and tree.leaves():
-            rebuild(index)
+        if parts.config.raptor.enabled and tree.leaves():
+            rebuild(parts)
         return []
     if not gone and not new and not any(n.dirty for n in nodes):
         return []
-    config, meta = index.config.raptor, tree.meta()
+    config, meta = parts.config.raptor, tree.meta()
     churn = int(meta.get("changed", 0)) + len(gone) + len(new)
     built = max(int(meta.get("built_leaves", 0)), 1)
     if config.enabled and config.rebuild_after and churn > config.rebuild_after * built:
-        rebuild(index)
+        rebuild(parts)
         return [f"RAPTOR tree re-clustered: {churn} chunks came or went since its last full build over {built} "
                 f"(raptor.rebuild_after: {config.rebuild_after:g})"]
     by_id = {n.id: n for n in nodes}
@@ -315,7 +313,7 @@ def sync_raptor(index: Index, store_tables: Tables) -> list[str]:
             node.leaves = [leaf for leaf in node.leaves if leaf not in gone]
     level_one = [n for n in nodes if n.level == 1]
     if new and level_one:
-        ids, _, vectors = _leaf_data(index, sorted(new))
+        ids, _, vectors = _leaf_data(parts, sorted(new))
         centres = np.stack([n.vector for n in level_one])
         for leaf, nearest in zip(ids, (vectors @ centres.T).argmax(axis=1)):
             node = level_one[int(nearest)]
@@ -329,13 +327,13 @@ def sync_raptor(index: Index, store_tables: Tables) -> list[str]:
     for node in nodes:  # a dirty node's parent must be re-summarised too
         if node.dirty and node.id in parent_of:
             by_id[parent_of[node.id]].dirty = True
-    _resummarise(index, tree, nodes, by_id, parent_of)
+    _resummarise(parts, tree, nodes, by_id, parent_of)
     tree.set_meta(changed=int(tree.meta().get("changed", 0)) + len(gone) + len(new))
     return []
 
 
-def _resummarise(index: Index, tree: Tree, nodes: list[Node], by_id: dict[str, Node], parent_of: dict[str, str]) -> None:
-    summarize = _summarizer(index)
+def _resummarise(parts: IndexParts, tree: Tree, nodes: list[Node], by_id: dict[str, Node], parent_of: dict[str, str]) -> None:
+    summarize = _summarizer(parts)
     delete: list[str] = []
     for level in sorted({n.level for n in nodes}):
         for node in [n for n in nodes if n.level == level and n.dirty]:
@@ -346,7 +344,7 @@ def _resummarise(index: Index, tree: Tree, nodes: list[Node], by_id: dict[str, N
                     by_id[parent_of[node.id]].dirty = True
                 continue
             if level == 1:
-                _, texts, vectors = _leaf_data(index, node.children)
+                _, texts, vectors = _leaf_data(parts, node.children)
             else:
                 kids = [by_id[c] for c in node.children if c in by_id]
                 texts, vectors = [k.text for k in kids], np.stack([k.vector for k in kids])
@@ -354,19 +352,18 @@ def _resummarise(index: Index, tree: Tree, nodes: list[Node], by_id: dict[str, N
                 delete.append(node.id)
                 continue
             node.text = summarize(texts, vectors)
-            node.vector = index.embedder.embed_documents([node.text])[0]
+            node.vector = parts.embedder.embed_documents([node.text])[0]
             node.dirty = False
     tree.save([n for n in nodes if n.id not in delete], delete)
 
 
-def raptor_state(index: Index) -> StructureState:
-    from .sync import StructureState, has_table_rows
+def raptor_state(parts: IndexParts) -> StructureState:
 
-    state = StructureState(built=has_table_rows(index, "raptor_nodes"), enabled=index.config.raptor.enabled)
-    if not (state.built or has_table_rows(index, "raptor_sources")):
+    state = StructureState(built=has_table_rows(parts, "raptor_nodes"), enabled=parts.config.raptor.enabled)
+    if not (state.built or has_table_rows(parts, "raptor_sources")):
         return state
-    store_tables = tables(index.store)
-    sources = {r.path: r.content_hash for r in index.store.list_sources()}
+    store_tables = tables(parts.store)
+    sources = {r.path: r.content_hash for r in parts.store.list_sources()}
     have = dict(store_tables.db.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
     state.stale_sources = sorted(p for p, h in sources.items() if have.get(p) != h)
     state.removed_sources = sorted(set(have) - set(sources))

@@ -137,7 +137,7 @@ class IndexService:
                 f"no answer strategy named {wanted!r}; choose one of: auto, {', '.join(strategy_names())}")
         with self.reader() as index:
             try:
-                name, model = choose(index, wanted, None)
+                name, model = choose(index.config, wanted, None)
             except ConfigError as exc:  # the strategy needs an LLM this server does not have
                 raise LLMUnavailableError(str(exc)) from exc
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()

@@ -160,7 +160,7 @@ def test_a_real_llm_answer_streams_token_by_token(served_llm):
 
 
 def test_the_llm_serves_one_answer_at_a_time_and_a_dropped_stream_frees_it(served_llm):
-    from ragloom.generate.base import shared_llm
+    from ragloom.models.llm import shared_llm
 
     service = served_llm.state.service
     lock = llm_lock(shared_llm(service.config.llm))

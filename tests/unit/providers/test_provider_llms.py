@@ -114,7 +114,7 @@ def test_slow_generation_times_out_with_advice(ollama: FakeOllama) -> None:
 
 
 def test_messages_are_checked() -> None:
-    from ragloom.generate.base import as_messages
+    from ragloom.models.llm import as_messages
 
     assert as_messages("hello") == [{"role": "user", "content": "hello"}]
     with pytest.raises(QueryError, match="message 1 must be"):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ...providers.cohere import CohereClient
 from ...providers.http import dig, iter_sse
-from ..base import GenerationOptions, Message
+from ...models.llm import GenerationOptions, Message
 from .remote import RemoteLLM
 
 

@@ -19,7 +19,7 @@ from ...config import LLMConfig
 from ...errors import ModelNotFoundError, ProviderError
 from ...models import DEFAULT_LOCAL_LLM, local_gguf
 from ...optional import require
-from ..base import LLM, GenerationOptions, Message
+from ...models.llm import LLM, GenerationOptions, Message
 
 
 class LlamaCppLLM(LLM):

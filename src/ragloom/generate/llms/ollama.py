@@ -7,7 +7,7 @@ from typing import Any
 
 from ...providers.http import dig
 from ...providers.ollama import OllamaClient
-from ..base import GenerationOptions, Message
+from ...models.llm import GenerationOptions, Message
 from .remote import RemoteLLM
 
 

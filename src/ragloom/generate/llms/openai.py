@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ...providers.http import dig, iter_sse
 from ...providers.openai import OpenAIClient
-from ..base import GenerationOptions, Message
+from ...models.llm import GenerationOptions, Message
 from .remote import RemoteLLM
 
 

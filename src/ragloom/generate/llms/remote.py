@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ...config import LLMConfig
 from ...errors import ProviderError
 from ...providers.http import HttpClient, parse_json
-from ..base import LLM, GenerationOptions, Message
+from ...models.llm import LLM, GenerationOptions, Message
 
 
 class RemoteLLM(LLM):

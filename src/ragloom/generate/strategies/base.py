@@ -22,8 +22,8 @@ from ..prompts import NO_ANSWER, Prompts
 if TYPE_CHECKING:
     from ...config import AnswerConfig
     from ...context import Context
-    from ...retrieve.rerankers.cross_encoder import CrossEncoder
-    from ..base import LLM, Message
+    from ...models.cross_encoder import CrossEncoder
+    from ...models.llm import LLM, Message
 
 #: What ``stream`` yields: text pieces, then the Answer.
 Piece = str | Answer

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...retrieve.rerankers.cross_encoder import sigmoid
+from ...models.cross_encoder import sigmoid
 from ...types import Answer, AnswerSentence
 from ..prompts import NO_ANSWER
 from .base import AnswerRequest, Piece, Strategy, finish, step

@@ -1,6 +1,6 @@
-"""What the model-driven chunkers need from the index: the embedder, the LLM, a cache.
+"""The chunkers of one index, and what the model-driven ones need: the embedder, the LLM, a cache.
 
-``Index.chunker_for`` calls a chunker's ``bind(services)`` when it has one, so the
+``Chunkers.for_path`` calls a chunker's ``bind(services)`` when it has one, so the
 chunker interface stays (config, token counter) for every other strategy.
 """
 
@@ -9,14 +9,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...errors import RagloomError, RagloomWarning
 
+from .base import Chunker, create_chunker
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ...embed.base import Embedder
-    from ...generate.base import LLM
+    from ...models.llm import LLM
     from ...knowledge.tables import Tables
+    from ...parts import IndexParts
 
 
 @dataclass
@@ -27,17 +32,41 @@ class ChunkerServices:
     cache: Callable[[], Tables | None]
 
     @classmethod
-    def of_index(cls, index: Any) -> ChunkerServices:
-        from ...knowledge.sync import knowledge_llm
+    def of_parts(cls, parts: IndexParts) -> ChunkerServices:
+        from ...knowledge.structures import knowledge_llm
         from ...knowledge.tables import tables
 
         def cache() -> Tables | None:
             try:
-                return tables(index.store)
+                return tables(parts.store)
             except RagloomError:
                 return None
 
-        return cls(lambda: index.embedder, lambda: knowledge_llm(index), cache)
+        return cls(lambda: parts.embedder, lambda: knowledge_llm(parts), cache)
+
+
+class Chunkers:
+    """The index's chunkers, one per strategy, built when first needed."""
+
+    def __init__(self, parts: IndexParts) -> None:
+        self.parts = parts
+        self._made: dict[str, Chunker] = {}
+
+    def for_path(self, path: Path | None) -> Chunker:
+        """The chunker for a file: ``chunking.by_extension`` may name another strategy."""
+        settings = self.parts.config.chunking
+        strategy = settings.strategy
+        if path is not None:
+            strategy = settings.by_extension.get(path.suffix.lower(), strategy)
+        if strategy not in self._made:
+            embedder = self.parts.embedder
+            chunker = create_chunker(
+                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
+            )
+            if hasattr(chunker, "bind"):  # model-driven chunkers (semantic, agentic, proposition)
+                chunker.bind(ChunkerServices.of_parts(self.parts))
+            self._made[strategy] = chunker
+        return self._made[strategy]
 
 
 class LLMChunkerMixin:

@@ -142,12 +142,3 @@ def _truncated(text: str, offsets: list[tuple[int, int]]) -> bool:
     """True when the tokenizer stopped early (a truncating tokenizer) and missed words."""
     covered = offsets[-1][1] if offsets else 0
     return _WORD.search(text, covered) is not None
-
-
-def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """``(start, end)`` moved inwards past leading and trailing whitespace."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end

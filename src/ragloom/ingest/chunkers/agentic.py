@@ -15,7 +15,7 @@ from typing import Any
 
 from ...errors import RagloomWarning
 from ...types import Document, content_hash
-from ...knowledge.extract import ask_json
+from ...models.llm_json import ask_json
 from ._services import LLMChunkerMixin
 from ._tokens import TokenMeter
 from ._units import UnitChunker, fitting_units, pack, sentence_ranges

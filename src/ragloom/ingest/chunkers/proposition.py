@@ -15,7 +15,7 @@ from typing import Any
 
 from ...errors import RagloomWarning
 from ...types import Chunk, Document, content_hash
-from ...knowledge.extract import ask_json
+from ...models.llm_json import ask_json
 from ._services import LLMChunkerMixin
 from ._units import sentence_ranges
 from .base import Chunker, Span

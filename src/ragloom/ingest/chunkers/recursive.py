@@ -18,7 +18,8 @@ import re
 import numpy as np
 
 from ...types import Document
-from ._tokens import TokenMeter, left_index, position_dtype, right_index, strip_span
+from ...models.sentences import strip_span
+from ._tokens import TokenMeter, left_index, position_dtype, right_index
 from .base import Chunker, Span
 
 #: Separators from strongest to weakest; a cut falls at the position each match gives.

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import reciprocal_rank_fusion
-from ..rerankers.cross_encoder import shared_cross_encoder
+from ...models.cross_encoder import shared_cross_encoder
 from .transforms import StepSpec, base_retriever, prompts, transform_llm
 
 

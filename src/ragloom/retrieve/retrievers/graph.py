@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from ...errors import MissingStructureError
 from ...knowledge.graph import Graph
 from ...knowledge.names import alias_keys
-from ...knowledge.sync import has_table_rows_in
+from ...knowledge.structures import has_table_rows_in
 from ...knowledge.tables import tables
 from ...stores.base import Candidate, rank_candidates
 from ..base import Configured, QueryPlan, Retrieved, SearchContext

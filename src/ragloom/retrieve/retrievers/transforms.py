@@ -29,7 +29,7 @@ StepSpec = str | dict[str, Any]
 
 def transform_llm(context: SearchContext, technique: str):  # noqa: ANN201 - an LLM
     """The configured LLM, loaded once per process; a clear error when none can be used."""
-    from ...generate.base import llm_unavailable, shared_llm
+    from ...models.llm import llm_unavailable, shared_llm
 
     config = context.config.llm
     reason = llm_unavailable(config)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import Hit
 from ..base import Configured, QueryPlan, SearchContext
-from ..rerankers.cross_encoder import shared_cross_encoder
+from ...models.cross_encoder import shared_cross_encoder
 
 
 class CompressOptions(BaseModel):

@@ -73,7 +73,7 @@ class RerankStage(Configured[RerankOptions]):
             client = CohereClient(o.base_url, api_key_env=o.api_key_env, timeout=o.timeout,
                                   max_retries=o.max_retries, retry_base_delay=o.retry_base_delay)
             return CohereReranker(o.model, client=client)
-        from ..rerankers.cross_encoder import CrossEncoder
+        from ...models.cross_encoder import CrossEncoder
 
         return CrossEncoder(o.model, threads=o.threads, batch_size=o.batch_size, max_length=o.max_tokens)
 

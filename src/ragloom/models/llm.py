@@ -158,7 +158,7 @@ def llm_unavailable(config: LLMConfig) -> str | None:
         return None
     if importlib.util.find_spec("llama_cpp") is None:
         return "llama-cpp-python is not installed (`scripts/setup.sh --llm` builds it, ~15 min)"
-    from ..models import DEFAULT_LOCAL_LLM, LOCAL_LLMS, SMOLLM2, local_llm_installed
+    from . import DEFAULT_LOCAL_LLM, LOCAL_LLMS, SMOLLM2, local_llm_installed
 
     name = config.model or DEFAULT_LOCAL_LLM
     if name in LOCAL_LLMS or name == SMOLLM2:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EmbeddingError, ModelInstallError, ModelNotFoundError, UnknownComponentError
+from ..errors import EmbeddingError, ModelInstallError, ModelNotFoundError, UnknownComponentError
 
 
 @dataclass(frozen=True)

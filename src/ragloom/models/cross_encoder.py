@@ -3,23 +3,31 @@
 One class scores (query, text) pairs for every part that needs relevance: the rerank
 stage, sentence support checks, extractive answers and the corrective-RAG evaluator.
 It is loaded once per process and index through ``shared_cross_encoder`` (a
-``SearchContext.component``), so those parts share one ONNX session.
+component of the index's parts), so those parts share one ONNX session.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ...errors import EmbeddingError, ModelNotFoundError
-from ...models import packaged_model_dir
+from ..errors import EmbeddingError, ModelNotFoundError
+from . import packaged_model_dir
 
 if TYPE_CHECKING:
-    from ..base import SearchContext
+    from ..config import Config
+
+
+class ComponentCache(Protocol):
+    """Where models are loaded once and kept: an index's parts, a search's context."""
+
+    config: Config
+
+    def component(self, key: str, factory: Callable[[], Any]) -> Any: ...
 
 DEFAULT_MODEL = "ms-marco-MiniLM-L-12-v2"
 _PACKAGED = {DEFAULT_MODEL: "reranker_en"}
@@ -123,6 +131,6 @@ def sigmoid(values: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-values.astype(np.float64)))).astype(np.float32)
 
 
-def shared_cross_encoder(context: SearchContext) -> CrossEncoder:
+def shared_cross_encoder(context: ComponentCache) -> CrossEncoder:
     """The packaged cross-encoder, loaded once per index (threads from ``embedder.threads``)."""
     return context.component(COMPONENT_KEY, lambda: CrossEncoder(threads=context.config.embedder.threads))

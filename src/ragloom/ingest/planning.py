@@ -1,0 +1,48 @@
+"""Which files an ingest reads: the paths given, folders walked (glob, exclude, links), formats checked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ..config import IngestConfig
+from ..errors import SourceNotFoundError, UnsupportedFormatError
+from ..types import FileFailure, IngestReport
+from .files import display_name, name_problem, walk
+from .loaders import is_supported, supported_extensions
+
+
+def plan_files(
+    paths: Iterable[str | Path], glob: Sequence[str] | None, settings: IngestConfig, report: IngestReport
+) -> tuple[list[Path], list[str]]:
+    """The files to read, in order and without repeats, and the folders they were found in
+    (a source gone from one of those is removed). Unreadable names and folders go to ``report``."""
+    files: list[Path] = []
+    folders: list[str] = []
+
+    def failed(where: str, why: str) -> None:
+        report.failed.append(FileFailure(where, why))
+
+    def skipped(where: str, why: str) -> None:
+        report.warnings.append(f"{where}: {why}")
+
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists() and not path.is_symlink():
+            raise SourceNotFoundError(str(raw))
+        if name_problem(path) is not None:
+            failed(display_name(path), str(name_problem(path)))
+            continue
+        if path.is_dir():
+            folders.append(str(path.resolve()))
+            found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+            for file in found:
+                if is_supported(file):
+                    files.append(file)
+                else:
+                    report.skipped.append(str(file))
+        elif is_supported(path):
+            files.append(path)
+        else:
+            raise UnsupportedFormatError(str(raw), supported_extensions())
+    return list(dict.fromkeys(files)), folders

@@ -1,0 +1,258 @@
+"""The ingest run: plan the files, read and chunk them ahead, embed in batches, write behind,
+remove what left an ingested folder, flush, and bring the derived structures up to date.
+
+``Index.ingest`` and ``Index.remove`` delegate here; the runner is given the index's parts
+(store, config, embedder) and the chunkers, never the ``Index``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import LoaderError, RagloomError, RagloomWarning, SourceNotFoundError, UsageError
+from ..stores.base import exclusive_write_lock
+from ..types import Chunk, FileFailure, IngestReport, SourceRecord
+from .chunkers._services import Chunkers
+from .enrich import enrich_chunks, enrichment_policy
+from .files import FileRejected, is_under, read_regular_file, source_id
+from .loaders import load_file
+from .pipeline import WriteBehind, read_ahead
+from .planning import plan_files
+
+if TYPE_CHECKING:
+    from ..parts import IndexParts
+
+#: Chunks gathered from several files before they are embedded together.
+EMBED_BATCH_CHUNKS = 256
+
+
+class IngestProgress:
+    """Callbacks an ingest reports to; the CLI draws progress bars with them."""
+
+    def files(self, total: int) -> None: ...
+    def file_done(self, path: str, status: str) -> None: ...
+    def embedding(self, chunks: int) -> None: ...
+    def embedded(self, chunks: int) -> None: ...
+
+
+@dataclass
+class _Pending:
+    path: Path
+    record: SourceRecord
+    chunks: list[Chunk]
+    is_update: bool
+
+
+class IngestRunner:
+    """Ingests into and removes from one index's store."""
+
+    def __init__(self, parts: IndexParts, chunkers: Chunkers) -> None:
+        self.parts = parts
+        self.store = parts.store
+        self.chunkers = chunkers
+
+    def ingest(
+        self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
+    ) -> IngestReport:
+        started = time.perf_counter()
+        progress = progress or IngestProgress()
+        report = IngestReport()
+        plan, folders = plan_files(paths, glob, self.parts.config.ingest, report)
+        with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
+            self._record_embedder()
+            progress.files(len(plan))
+            seen = self._write(plan, report, progress)
+            self._remove_gone(folders, seen, report)
+            self.store.flush()
+            report.warnings.extend(self.sync_structures())
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _write(self, plan: list[Path], report: IngestReport, progress: IngestProgress) -> set[str]:
+        """Read, chunk, embed and store the planned files; return the sources seen."""
+        seen: set[str] = set()
+        pending: list[_Pending] = []
+        known = {record.path: record for record in self.store.list_sources()}
+        self.parts.embedder  # noqa: B018 - created here, not first in the read-ahead thread
+
+        def prepare(file: Path) -> tuple[str, _Pending | None]:
+            source = source_id(file)
+            return source, self._prepare(file, source, report, known)
+
+        # Files are read and chunked ahead, and sources written behind, while this thread embeds.
+        with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
+            for source, item in read_ahead(plan, prepare):
+                seen.add(source)
+                if item is not None:
+                    pending.append(item)
+                    if sum(len(p.chunks) for p in pending) >= EMBED_BATCH_CHUNKS:
+                        writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+                        pending = []
+                progress.file_done(source, "unchanged" if item is None else "read")
+            if pending:
+                writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+        return seen
+
+    def _remove_gone(self, folders: list[str], seen: set[str], report: IngestReport) -> None:
+        # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
+        kept = [failure.path for failure in report.failed]
+        for folder in folders:
+            for record in self.store.list_sources():
+                if is_under(record.path, folder) and record.path not in seen and not any(
+                    record.path == path or is_under(record.path, path) for path in kept
+                ):
+                    self.store.delete_source(record.path)
+                    report.removed.append(record.path)
+
+    @contextmanager
+    def _audited_ingest(
+        self, paths: Sequence[str | Path], glob: Sequence[str] | None, report: IngestReport
+    ) -> Iterator[None]:
+        """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
+        config = self.parts.config
+        parameters = {
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "glob": list(glob or config.ingest.glob), "exclude": list(config.ingest.exclude),
+            "chunking": config.chunking.model_dump(mode="json"), "embedder": self.parts.embedder.model_id,
+        }
+        with self.store.audited("ingest", parameters) as summary:
+            yield
+            summary.update(report.summary(), failed_files=[f.path for f in report.failed])
+
+    def _prepare(
+        self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+    ) -> _Pending | None:
+        """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
+        the sources registry read beforehand, so that this can run beside the store's writer)."""
+        settings = self.parts.config.ingest
+        try:
+            content = read_regular_file(file, int(settings.max_file_mb * 1_000_000))
+        except FileRejected as exc:
+            report.failed.append(FileFailure(source, str(exc)))
+            return None
+        digest = hashlib.sha256(content.data).hexdigest()
+        mtime, size = content.mtime, content.size
+        del content  # the loader reads the file itself; do not hold a second copy meanwhile
+        existing = known.get(source) if known is not None else self.store.get_source(source)
+        chunker = self.chunkers.for_path(file)
+        policy = chunker.policy + enrichment_policy(settings.enrich)
+        if existing and existing.content_hash == digest and existing.policy == policy:
+            report.unchanged.append(source)
+            return None
+        try:
+            result = load_file(file, source)
+            chunks = [chunk for document in result.documents
+                      for chunk in enrich_chunks(chunker.chunk(document), document, settings.enrich)]
+        except LoaderError as exc:
+            report.failed.append(FileFailure(source, str(exc)))
+            return None
+        except RagloomError:  # a setting or a service, not this file: stop
+            raise
+        except Exception as exc:  # a library or plugin failing on one file must not lose the others
+            report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
+            return None
+        report.warnings.extend(result.warnings)
+        chunks = _unique_ids(chunks, source, report)
+        record = SourceRecord(
+            path=source, content_hash=digest, mtime=mtime, size=size,
+            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
+        )
+        return _Pending(file, record, chunks, is_update=existing is not None)
+
+    def _store_batch(self, pending: list[_Pending], vectors: np.ndarray, report: IngestReport) -> None:
+        """Write each source of an embedded batch in its own transaction."""
+        offset = 0
+        for item in pending:
+            count = len(item.chunks)
+            self.store.replace_source(item.record, item.chunks, vectors[offset : offset + count])
+            offset += count
+            report.chunks_written += count
+            (report.updated if item.is_update else report.added).append(item.record.path)
+
+    def _vectors_for(self, chunks: Sequence[Chunk], report: IngestReport, progress: IngestProgress) -> np.ndarray:
+        """Vectors for the chunks: from the cache where the same text was embedded before."""
+        embedder = self.parts.embedder
+        vectors = np.zeros((len(chunks), embedder.dimension), dtype=np.float32)
+        cached = self.store.cached_vectors([c.content_hash for c in chunks])
+        todo: dict[str, int] = {}
+        for i, chunk in enumerate(chunks):
+            if chunk.content_hash in cached:
+                vectors[i] = cached[chunk.content_hash]
+            else:
+                todo.setdefault(chunk.content_hash, i)
+        if todo:
+            texts = [chunks[i].text for i in todo.values()]
+            progress.embedding(len(texts))
+            started = time.perf_counter()
+            fresh = embedder.embed_documents(texts, progress=progress.embedded)
+            report.embed_seconds += time.perf_counter() - started
+            by_hash = dict(zip(todo, fresh))
+            for i, chunk in enumerate(chunks):
+                if chunk.content_hash in by_hash:
+                    vectors[i] = by_hash[chunk.content_hash]
+            report.chunks_embedded += len(texts)
+            report.tokens_embedded += sum(chunks[i].token_count for i in todo.values())
+        return vectors
+
+    def _record_embedder(self) -> None:
+        if self.store.embedder_info() is None:
+            self.store.set_embedder_info({
+                **self.parts.embedder.describe(),
+                "config": self.parts.config.embedder.model_dump(),
+            })
+
+    def sync_structures(self) -> list[str]:
+        """Bring the entity graph and RAPTOR tree (when enabled or built) up to the sources."""
+        from ..knowledge.sync import sync
+
+        return sync(self.parts)
+
+    # -- remove ----------------------------------------------------------------------------------
+    def remove(self, path: str | Path) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths."""
+        with exclusive_write_lock(self.parts.path):
+            removed = self.sources_under(path)
+            with self.store.audited("remove", {"path": source_id(path)}) as summary:
+                for source in removed:
+                    self.store.delete_source(source)
+                self.store.flush()
+                summary["removed"] = len(removed)
+            for note in self.sync_structures():
+                warnings.warn(note, RagloomWarning, stacklevel=3)
+        return removed
+
+    def sources_under(self, path: str | Path) -> list[str]:
+        """The indexed sources that ``path`` names: one file, or every file under a folder."""
+        if not str(path).strip():
+            raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
+        target = source_id(path)
+        matched = [r.path for r in self.store.list_sources() if r.path == target or is_under(r.path, target)]
+        if not matched:
+            raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
+        return matched
+
+
+def _chunks_of(pending: Sequence[_Pending]) -> list[Chunk]:
+    return [chunk for item in pending for chunk in item.chunks]
+
+
+def _unique_ids(chunks: list[Chunk], source: str, report: IngestReport) -> list[Chunk]:
+    seen: set[str] = set()
+    unique = []
+    for chunk in chunks:
+        if chunk.id in seen:
+            continue
+        seen.add(chunk.id)
+        unique.append(chunk)
+    if len(unique) != len(chunks):
+        report.warnings.append(f"{source}: {len(chunks) - len(unique)} duplicate chunks (same document id and offsets) skipped")
+    return unique

@@ -1,0 +1,123 @@
+"""A search over one index: the plan, the pipeline (built once per preset), the cache, the audit entry.
+
+``Index.search`` and ``Index.retrieve`` delegate here; the searcher is given the index's
+parts (store, config, embedder, loaded models), never the ``Index``.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import registry
+from ..errors import QueryError, RagloomWarning
+from ..stores.base import AuditEntry
+from ..tracing import set_attributes, span
+from .base import QueryPlan, SearchContext, SearchResult
+from .cache import QueryCache
+from .pipeline import Pipeline, build_pipeline
+from .understand import plan_query
+
+if TYPE_CHECKING:
+    from ..parts import IndexParts
+
+
+class Searcher:
+    """Runs searches over an index's parts; the caller's frame is where warnings point."""
+
+    def __init__(self, parts: IndexParts) -> None:
+        self.parts = parts
+        self._pipelines: dict[str, Pipeline] = {}
+        self._cache = QueryCache(parts.config.search.cache)
+        self._warned_read_only = False
+
+    def retrieve(
+        self, query: str, k: int | None, where: Mapping[str, Any] | None, mode: str | None,
+        min_score: float | None, stacklevel: int = 2,
+    ) -> SearchResult:
+        started = time.perf_counter()
+        store, settings = self.parts.store, self.parts.config.search
+        if not isinstance(query, str) or not query.strip():
+            raise QueryError("the query is empty; give some words to search for")
+        pipeline = self.pipeline(mode)
+        plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings,
+                          lambda: [r.path for r in store.list_sources()])
+        with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
+            if store.count() == 0:
+                warnings.warn(
+                    f"the index at {self.parts.path} is empty; add documents with `ragloom ingest PATH`",
+                    RagloomWarning, stacklevel=stacklevel + 1,
+                )
+                result = SearchResult([], plan)
+            else:
+                result = self._cached_run(pipeline, plan)
+            set_attributes(current, **{"ragloom.hits": len(result.hits)})
+        result.elapsed_ms = (time.perf_counter() - started) * 1000
+        if self.parts.config.audit.enabled:
+            self._audit(result, k, pipeline, stacklevel + 1)
+        return result
+
+    def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
+        settings = self.parts.config.search
+        fallback = None if settings.fallback == "none" else registry.resolve("retriever", settings.fallback)()
+        return self._cache.run(pipeline, plan, self.parts.store.generation(), settings,
+                               lambda: pipeline.run(plan, self.search_context(), fallback))
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        return self._cache.stats()
+
+    def pipeline(self, mode: str | None = None) -> Pipeline:
+        """The search pipeline for a preset name (None: the configured pipeline), built once."""
+        settings = self.parts.config.search
+        key = mode or ("" if settings.pipeline is not None else settings.mode)
+        if key not in self._pipelines:
+            if key:
+                self._pipelines[key] = build_pipeline(preset=key, custom_presets=settings.presets)
+            else:
+                self._pipelines[key] = build_pipeline(settings.pipeline)
+        return self._pipelines[key]
+
+    def search_context(self) -> SearchContext:
+        """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
+        parts = self.parts
+        return SearchContext(parts.store, lambda: parts.embedder, parts.config, parts.components,
+                             lambda text: self._cache.query_vector(text, parts.embedder.embed_query))
+
+    def clamp_k(self, k: int | None, stacklevel: int = 2) -> int:
+        settings = self.parts.config.search
+        if k is None:
+            k = settings.k
+        clamped = min(max(int(k), settings.k_min), settings.k_max)
+        if clamped != k:
+            warnings.warn(
+                f"k={k} is outside the allowed range {settings.k_min}..{settings.k_max}; using k={clamped}",
+                RagloomWarning, stacklevel=stacklevel + 1,
+            )
+        return clamped
+
+    def _audit(self, result: SearchResult, k_requested: int | None, pipeline: Pipeline, stacklevel: int) -> None:
+        store, settings = self.parts.store, self.parts.config.search
+        plan = result.plan
+        parameters = {
+            "k_requested": k_requested, "min_score": plan.min_score, "fusion": settings.fusion,
+            "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
+            "pipeline": pipeline.steps,
+        }
+        if plan.text != plan.original:
+            parameters["query_text"] = plan.text
+        if store.read_only:
+            if not self._warned_read_only:
+                warnings.warn(
+                    f"the index at {self.parts.path} is open read-only; searches are not written to its audit log",
+                    RagloomWarning, stacklevel=stacklevel + 1,
+                )
+                self._warned_read_only = True
+            return
+        info = store.embedder_info() or {}
+        store.log_search(AuditEntry(
+            query=plan.original, mode=pipeline.name, k=plan.k, filters=dict(plan.where), parameters=parameters,
+            hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in result.hits],
+            elapsed_ms=result.elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
+        ))
