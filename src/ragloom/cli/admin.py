@@ -15,7 +15,7 @@ from ..config import CONFIG_FILENAME, annotated_yaml
 from ..audit import AuditEvent
 from ..errors import RagloomError, RagloomWarning
 from ..stores.embedded.catalog import search_from_event
-from .app import console, display_path, state
+from .shared import console, display_path, state
 
 
 def status_command(

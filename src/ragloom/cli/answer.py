@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Answer
-from .app import console, display_path, err_console, state
+from .shared import console, display_path, err_console, state
 from .search import snippet
 
 _WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."

@@ -15,7 +15,7 @@ from rich.text import Text
 from ..config import Config
 from ..errors import UnknownComponentError
 from ..retrieve.pipeline import preset_names
-from .app import console, display_path, state
+from .shared import console, display_path, state
 from .ingest import _RichProgress, progress_bars
 
 if TYPE_CHECKING:

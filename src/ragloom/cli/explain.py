@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..retrieve.base import SearchResult
-from .app import console
+from .shared import console
 
 
 def print_explanation(result: SearchResult, shown: int = 10) -> None:

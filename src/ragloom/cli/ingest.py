@@ -11,9 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..errors import UsageError
-from ..index import IngestProgress
+from ..ingest.runner import IngestProgress
 from ..types import IngestReport
-from .app import console, display_path, err_console, notice, state
+from .shared import console, display_path, err_console, notice, state
 
 
 class _RichProgress(IngestProgress):
@@ -62,7 +62,7 @@ def ingest_command(
     if raptor:
         overrides["raptor"] = {"enabled": True}
     if rebuild:
-        from ..index import set_aside_index
+        from ..parts import set_aside_index
 
         moved = set_aside_index(state(ctx).config(**overrides).index)
         if moved is not None:

@@ -11,7 +11,7 @@ from rich.table import Table
 from ..errors import MissingStructureError
 from ..knowledge.structures import StructureState
 from ..knowledge.sync import KnowledgeStatus
-from .app import console, display_path, state
+from .shared import console, display_path, state
 
 raptor_app = typer.Typer(help="The RAPTOR tree of cluster summaries.", no_args_is_help=True)
 

@@ -7,7 +7,7 @@ import time
 
 import typer
 
-from .app import console, state
+from .shared import console, state
 
 index_app = typer.Typer(help="Maintain the index.", no_args_is_help=True)
 

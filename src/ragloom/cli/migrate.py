@@ -13,7 +13,7 @@ from .. import registry
 from ..config import Config
 from ..errors import RagloomError
 from ..stores.base import create_store, exclusive_write_lock, store_exists
-from .app import console, state
+from .shared import console, state
 
 
 def migrate_command(

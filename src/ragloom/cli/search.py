@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Hit
-from .app import console, display_path, state
+from .shared import console, display_path, state
 
 
 def search_command(

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from .app import console, display_path, err_console, notice, state
+from .shared import console, display_path, err_console, notice, state
 
 
 def serve_command(

@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from ..errors import RagloomError, SourceNotFoundError
-from ..index import IngestProgress
+from ..ingest.runner import IngestProgress
 from ..types import IngestReport
 from .errors import error_body
 from .schemas import IngestJobModel, report_model
