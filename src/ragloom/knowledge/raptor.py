@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ..config import RaptorConfig
     from ..models.llm import LLM
     from ..parts import IndexParts
+    from ..stores.base import Store
 
 _META = ("raptor-meta",)
 #: Dimensions the vectors are reduced to before clustering (the paper's UMAP setting).
@@ -388,9 +390,13 @@ class TreeView:
         return [(self.nodes[int(i)], float(scores[int(i)])) for i in top]
 
 
-def tree_view(index_store: Any) -> TreeView:
+#: Each open store's tree as the retriever reads it, reloaded when its version moves on.
+_VIEWS: weakref.WeakKeyDictionary[Store, TreeView] = weakref.WeakKeyDictionary()
+
+
+def tree_view(index_store: Store) -> TreeView:
     """The tree of this store, loaded once and again only after it changed."""
-    db = getattr(getattr(index_store, "catalog", None), "db", None)
+    db = index_store.catalog_database()
     exists = db is not None and db.execute(
         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'raptor_nodes'").fetchone()
     if not exists or db.execute("SELECT 1 FROM raptor_nodes LIMIT 1").fetchone() is None:
@@ -400,11 +406,11 @@ def tree_view(index_store: Any) -> TreeView:
         )
     tree = Tree(tables(index_store))
     version = int(tree.meta().get("version", 0))
-    cached: TreeView | None = getattr(index_store, "_raptor_view", None)
+    cached = _VIEWS.get(index_store)
     if cached is None or cached.version != version:
         nodes = tree.nodes()
         matrix = np.stack([n.vector for n in nodes]).astype(np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         cached = TreeView(version, nodes, matrix / np.where(norms == 0, 1.0, norms))
-        index_store._raptor_view = cached
+        _VIEWS[index_store] = cached
     return cached

@@ -4,7 +4,6 @@ the LLM they use, and the chunks of a source.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from ..types import Chunk
 if TYPE_CHECKING:
     from ..models.llm import LLM
     from ..parts import IndexParts
+    from ..stores.base import Store
 
 
 @dataclass
@@ -42,9 +42,9 @@ def has_table_rows(parts: IndexParts, table: str) -> bool:
     return has_table_rows_in(parts.store, table)
 
 
-def has_table_rows_in(store: Any, table: str) -> bool:
-    db = getattr(getattr(store, "catalog", None), "db", None)
-    if not isinstance(db, sqlite3.Connection):
+def has_table_rows_in(store: Store, table: str) -> bool:
+    db = store.catalog_database()
+    if db is None:
         return False
     exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
     return bool(exists) and db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
@@ -52,7 +52,4 @@ def has_table_rows_in(store: Any, table: str) -> bool:
 
 def source_chunks(parts: IndexParts, path: str) -> list[Chunk]:
     """A source's chunks in document order, from whichever store holds them."""
-    catalog = getattr(parts.store, "catalog", None)
-    if parts.store.name == "embedded" and catalog is not None:
-        return [chunk for _, chunk in catalog.iter_chunks(source=path)]
-    return parts.store.export_source(path)[0]
+    return parts.store.source_chunks(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -119,9 +120,8 @@ class Tables:
 
 def database(store: Store, feature: str = "the entity graph and the RAPTOR tree") -> sqlite3.Connection:
     """The store's SQLite connection, or a StoreError saying the backend cannot hold ``feature``."""
-    catalog = getattr(store, "catalog", None)
-    db = getattr(catalog, "db", None)
-    if not isinstance(db, sqlite3.Connection):
+    db = store.catalog_database()
+    if db is None:
         raise StoreError(
             f"{feature} needs an index with a SQLite catalog (the embedded, chroma and qdrant stores have one); "
             f"the {getattr(store, 'name', type(store).__name__)} store has none"
@@ -129,10 +129,12 @@ def database(store: Store, feature: str = "the entity graph and the RAPTOR tree"
     return db
 
 
+#: Each open store's tables, created once (and forgotten with the store).
+_OPENED: weakref.WeakKeyDictionary[Store, Tables] = weakref.WeakKeyDictionary()
+
+
 def tables(store: Store) -> Tables:
-    """The structures' tables of this store, created on first use (cached on the store)."""
-    found = getattr(store, "_knowledge_tables", None)
-    if found is None:
-        found = Tables(database(store))
-        store._knowledge_tables = found  # type: ignore[attr-defined]
-    return found
+    """The structures' tables of this store, created on first use."""
+    if store not in _OPENED:
+        _OPENED[store] = Tables(database(store))
+    return _OPENED[store]

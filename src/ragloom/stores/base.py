@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -149,6 +150,10 @@ class Store(ABC):
             "give it an export_source(path) method to migrate from it"
         )
 
+    def source_chunks(self, path: str) -> list[Chunk]:
+        """Every chunk of one source, in document order (what the derived structures read)."""
+        return self.export_source(path)[0]
+
     def iter_chunks(self) -> Iterator[Chunk]:
         """Every chunk, in storage order (for the grep fallback)."""
         raise StoreError(
@@ -157,6 +162,13 @@ class Store(ABC):
 
     def generation(self) -> int | None:
         """A number that changes with every write (the query cache's key); None when unknown."""
+        return None
+
+    # -- derived structures -----------------------------------------------------------
+    def catalog_database(self) -> sqlite3.Connection | None:
+        """The SQLite database in which the derived structures (the entity graph, the RAPTOR
+        tree, the model-output cache) keep their tables beside the sources registry; None
+        when this store has none (they are then not available)."""
         return None
 
     # -- audit --------------------------------------------------------------------------

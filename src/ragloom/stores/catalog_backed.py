@@ -8,6 +8,7 @@ that makes it, so a write is never in the index without its audit entry.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,9 @@ class CatalogBacked:
 
     def list_sources(self) -> list[SourceRecord]:
         return self.catalog.list_sources()
+
+    def catalog_database(self) -> sqlite3.Connection:
+        return self.catalog.db
 
     def generation(self) -> int | None:
         return self.catalog.generation()

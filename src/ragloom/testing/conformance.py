@@ -257,6 +257,17 @@ class StoreConformance:
         assert store.get_chunks([c.id for c in chunks]) == chunks
         assert store.embedder_info() == EMBEDDER
 
+    def test_source_chunks_come_in_document_order(self, shared: tuple) -> None:
+        store, _ = shared
+        chunks = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
+        assert store.source_chunks("b.md") == chunks
+        assert store.source_chunks("missing.md") == []
+
+    def test_catalog_database_is_sqlite_or_absent(self, shared: tuple) -> None:
+        store, _ = shared
+        db = store.catalog_database()
+        assert db is None or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+
     def test_get_chunks_keeps_the_order_asked_and_skips_missing(self, shared: tuple) -> None:
         store, written = shared
         ids = list(written)

@@ -228,8 +228,11 @@ class EmbeddedStore(CatalogBacked, Store):
     def count(self) -> int:
         return self.catalog.count()
 
+    def source_chunks(self, path: str) -> list[Chunk]:
+        return [chunk for _, chunk in self.catalog.iter_chunks(source=path)]
+
     def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
-        chunks = [chunk for _, chunk in self.catalog.iter_chunks(source=path)]
+        chunks = self.source_chunks(path)
         found = self.cached_vectors([c.content_hash for c in chunks])
         missing = [c.id for c in chunks if c.content_hash not in found]
         if missing:
