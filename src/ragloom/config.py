@@ -233,7 +233,29 @@ class CacheConfig(Section):
     embeddings: int = Field(1024, ge=0, description="recent query embeddings kept (0 disables)")
 
 
-class SearchConfig(Section):
+class FusionSettings(Section):
+    """How hybrid search fuses dense and BM25 candidates: these settings are declared here only.
+
+    The ``search`` section holds their defaults; a hybrid step's options (``{hybrid: {alpha: 0.5}}``)
+    override any of them for that step (see ``overrides_of``).
+    """
+
+    fusion: Literal["convex", "rrf"] = Field("convex", description="how hybrid merges dense and BM25 rankings")
+    alpha: float = Field(0.8, ge=0.0, le=1.0, description="convex fusion: weight of the dense score (tuned on SciFact train)")
+    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
+    candidates: int = Field(100, ge=1, description="candidates taken from each retriever before fusion")
+
+
+def overrides_of(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s fields, each made optional with the default None (unset = keep the default),
+    as ``pydantic.create_model`` takes them: a step's options that override a config section."""
+    from pydantic.fields import FieldInfo
+
+    return {name: (info.annotation | None, FieldInfo.merge_field_infos(info, default=None))
+            for name, info in model.model_fields.items()}
+
+
+class SearchConfig(FusionSettings):
     mode: str = Field(
         "hybrid", description="default search preset: dense, lexical, hybrid, or another preset "
         "(built-in or under presets); ignored when pipeline is set"
@@ -245,10 +267,6 @@ class SearchConfig(Section):
     presets: dict[str, list[str | dict[str, Any]]] = Field(
         default_factory=dict, description="your own named pipelines, usable wherever a preset name is"
     )
-    fusion: Literal["convex", "rrf"] = Field("convex", description="how hybrid merges dense and BM25 rankings")
-    alpha: float = Field(0.8, ge=0.0, le=1.0, description="convex fusion: weight of the dense score (tuned on SciFact train)")
-    rrf_k: int = Field(60, ge=1, description="reciprocal rank fusion constant")
-    candidates: int = Field(100, ge=1, description="candidates taken from each retriever before fusion")
     k: int = Field(5, ge=1, description="results returned when k is not given")
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")

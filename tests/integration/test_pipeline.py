@@ -116,6 +116,23 @@ def test_pipeline_from_yaml(tmp_path: Path) -> None:
     assert pipeline.retriever.options.fusion == "rrf"
 
 
+def test_audit_records_each_step_with_the_options_that_ran(index: Index) -> None:
+    """Not the search section's alpha: the hybrid step's own, and the stages' options."""
+    config = index.config.model_copy(update={"search": index.config.search.model_copy(
+        update={"alpha": 0.8, "pipeline": [{"hybrid": {"alpha": 0.25, "fusion": "rrf"}}, {"mmr": {"lambda": 0.6}}]})})
+    view = Index(index.path, config, index.store, index.embedder)
+    view.retrieve("motion planning grid", k=3)
+    steps = view.audit(1)[0].parameters["steps"]
+    assert [next(iter(step)) for step in steps] == ["hybrid", "mmr"]
+    hybrid, mmr = steps[0]["hybrid"], steps[1]["mmr"]
+    assert (hybrid["fusion"], hybrid["alpha"]) == ("rrf", 0.25)
+    assert (hybrid["rrf_k"], hybrid["candidates"]) == (config.search.rrf_k, config.search.candidates)
+    assert mmr["lambda"] == 0.6  # as the option is written in config
+    # An identifier-like query gets its own dense weight (a plan hint): that is what ran.
+    assert view.retrieve("get_user_id", k=1).plan.hints["alpha"] == 0.5
+    assert view.audit(1)[0].parameters["steps"][0]["hybrid"]["alpha"] == 0.5
+
+
 def test_hybrid_options_override_config(index: Index) -> None:
     plain = index.retrieve("motion planning grid", k=3).hits
     config = index.config.model_copy(update={"search": index.config.search.model_copy(

@@ -131,6 +131,11 @@ class Configured(Generic[OptionsT]):
     def __init__(self, options: OptionsT | None = None) -> None:
         self.options: OptionsT = options or self.Options()  # type: ignore[assignment]
 
+    def ran_with(self, plan: QueryPlan, config: Config) -> dict[str, Any]:
+        """The options this step runs with for ``plan`` (what the audit log records); a step whose
+        options defer to config sections or to the query says what they resolved to."""
+        return self.options.model_dump(mode="json", by_alias=True)
+
 
 class SearchContext:
     """What retrievers and stages may use: the store, the query embedding, shared models.

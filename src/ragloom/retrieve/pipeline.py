@@ -17,7 +17,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -26,6 +26,9 @@ from ..errors import ConfigError, EmbeddingError, ModelMismatchError, ProviderEr
 from ..tracing import set_attributes, span
 from ..types import Hit
 from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 #: A step as written in config: ``"mmr"`` or ``{"mmr": {"lambda": 0.7}}``.
 StepSpec = str | Mapping[str, Any]
@@ -63,6 +66,10 @@ class Pipeline:
     #: How the steps were written, for the audit log and ``--explain``.
     steps: list[str]
     name: str = "custom"
+
+    def options_ran(self, plan: QueryPlan, config: Config) -> list[dict[str, Any]]:
+        """Each step with the options it runs with for ``plan``, as ``{name: {option: value}}``."""
+        return [{step.name: _ran_with(step, plan, config)} for step in (self.retriever, *self.stages)]
 
     def depth(self, k: int) -> int:
         """How many candidates to ask the retriever for so that the last stage can return ``k``."""
@@ -108,6 +115,14 @@ class Pipeline:
 
 #: Candidates fetched per hit returned when quoted phrases must appear (most candidates lack them).
 _PHRASE_FETCH = 4
+
+
+def _ran_with(step: Retriever | Stage, plan: QueryPlan, config: Config) -> dict[str, Any]:
+    ran_with = getattr(step, "ran_with", None)  # a plugin step need not derive from Configured
+    if callable(ran_with):
+        return ran_with(plan, config)
+    options = getattr(step, "options", None)
+    return options.model_dump(mode="json", by_alias=True) if isinstance(options, BaseModel) else {}
 
 
 def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:

@@ -98,12 +98,11 @@ class Searcher:
         return clamped
 
     def _audit(self, result: SearchResult, k_requested: int | None, pipeline: Pipeline, stacklevel: int) -> None:
-        store, settings = self.parts.store, self.parts.config.search
-        plan = result.plan
+        store, plan = self.parts.store, result.plan
         parameters = {
-            "k_requested": k_requested, "min_score": plan.min_score, "fusion": settings.fusion,
-            "alpha": settings.alpha, "rrf_k": settings.rrf_k, "candidates": settings.candidates,
-            "pipeline": pipeline.steps,
+            "k_requested": k_requested, "min_score": plan.min_score, "pipeline": pipeline.steps,
+            # Each step with the options it ran with (hybrid's fusion resolved against the search section).
+            "steps": pipeline.options_ran(plan, self.parts.config),
         }
         if plan.text != plan.original:
             parameters["query_text"] = plan.text

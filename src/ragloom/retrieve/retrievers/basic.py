@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
+
+from ...config import Config, FusionSettings, overrides_of
 
 from ..base import Configured, NoOptions, QueryPlan, Retrieved, SearchContext
 from ..fusion import convex_combination, reciprocal_rank_fusion
 
 if TYPE_CHECKING:
-    from ...config import SearchConfig
     from ...filters import Condition
     from ...stores.base import Candidate, Store
 
@@ -39,14 +40,15 @@ class LexicalRetriever(Configured[NoOptions]):
         return Retrieved(found, {"lexical": {c.chunk_id: c.score for c in found}})
 
 
-class HybridOptions(BaseModel):
-    """Unset options take the ``search`` section's value."""
+#: The fusion settings as a hybrid step's options: each unset one takes the ``search`` section's value.
+FusionOverrides = create_model(
+    "FusionOverrides", __config__=ConfigDict(extra="forbid"), **overrides_of(FusionSettings))
+
+
+class HybridOptions(FusionOverrides):  # type: ignore[misc,valid-type]
+    """The fusion settings (unset: the ``search`` section's), and pseudo-relevance feedback."""
 
     model_config = ConfigDict(extra="forbid")
-    fusion: Literal["convex", "rrf"] | None = Field(None, description="convex (min-max weighted sum) or rrf")
-    alpha: float | None = Field(None, ge=0.0, le=1.0, description="convex: weight of the dense score")
-    rrf_k: int | None = Field(None, ge=1, description="rrf constant")
-    candidates: int | None = Field(None, ge=1, description="candidates taken from each side before fusion")
     prf_docs: int = Field(0, ge=0, description="pseudo-relevance feedback: move the query vector towards the "
                           "best N chunks of a first pass (Rocchio), then search again; 0 = off")
     prf_weight: float = Field(0.3, ge=0.0, le=1.0, description="Rocchio: weight of the feedback centroid")
@@ -63,13 +65,22 @@ class HybridRetriever(Configured[HybridOptions]):
     name: ClassVar[str] = "hybrid"
     Options = HybridOptions
 
-    def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
-        settings = context.config.search
-        chosen = {key: value for key, value in self.options.model_dump().items() if value is not None}
+    def fusion(self, plan: QueryPlan, config: Config) -> FusionSettings:
+        """What this step fuses with: the ``search`` defaults, its options over them, and last
+        a query's own dense weight (query understanding's ``alpha`` hint)."""
+        chosen = {key: getattr(self.options, key) for key in FusionSettings.model_fields
+                  if getattr(self.options, key) is not None}
         if plan.hint("alpha") is not None:
             chosen["alpha"] = plan.hint("alpha")
-        chosen.pop("prf_docs", None), chosen.pop("prf_weight", None)
-        settings = settings.model_copy(update=chosen)
+        defaults = {key: getattr(config.search, key) for key in FusionSettings.model_fields}
+        return FusionSettings(**{**defaults, **chosen})
+
+    def ran_with(self, plan: QueryPlan, config: Config) -> dict[str, Any]:
+        return {**self.fusion(plan, config).model_dump(mode="json"),
+                "prf_docs": self.options.prf_docs, "prf_weight": self.options.prf_weight}
+
+    def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
+        settings = self.fusion(plan, context.config)
         width = max(settings.candidates, depth)
         vector = context.query_vector(plan.text)
         fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
@@ -98,7 +109,7 @@ def _vectors_of(store: Store, chunk_ids: Sequence[str]) -> np.ndarray:
 
 def hybrid_search(
     store: Store, vector: np.ndarray, query: str, depth: int, conditions: Sequence[Condition],
-    settings: SearchConfig,
+    settings: FusionSettings,
 ) -> tuple[list[Candidate], dict[str, dict[str, float]]]:
     """Dense and BM25 candidates, ``depth`` of each, fused as ``settings`` say; with each side's scores."""
     dense, lexical = store.search_both(vector, query, depth, conditions)

@@ -10,7 +10,7 @@ never bypassed. A query that names no known entity gets hybrid's ranking unchang
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict, Field
 
@@ -23,6 +23,9 @@ from ...stores.base import Candidate, rank_candidates
 from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import min_max
 from .basic import HybridOptions, HybridRetriever
+
+if TYPE_CHECKING:
+    from ...config import Config
 
 _NO_GRAPH = ("this index has no entity graph; build it with `ragloom ingest --graph PATH` "
              "(or set graph.enabled: true in ragloom.yaml and ingest again)")
@@ -52,6 +55,9 @@ class GraphRetriever(Configured[GraphOptions]):
         super().__init__(options)
         hybrid = {k: v for k, v in self.options.model_dump().items() if k in HybridOptions.model_fields}
         self.hybrid = HybridRetriever(HybridOptions(**hybrid))
+
+    def ran_with(self, plan: QueryPlan, config: Config) -> dict[str, Any]:
+        return {**super().ran_with(plan, config), **self.hybrid.ran_with(plan, config)}
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         graph, weights = query_graph(context, plan.text, self.options.hops)

@@ -10,7 +10,7 @@ leaf document nearest the query, so document-level evaluation credits that docum
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict, Field
 
@@ -20,6 +20,9 @@ from ...types import Chunk
 from ..base import Configured, QueryPlan, Retrieved, SearchContext
 from ..fusion import min_max
 from .basic import HybridOptions, HybridRetriever
+
+if TYPE_CHECKING:
+    from ...config import Config
 
 
 class RaptorOptions(HybridOptions):
@@ -36,6 +39,9 @@ class RaptorRetriever(Configured[RaptorOptions]):
         super().__init__(options)
         hybrid = {k: v for k, v in self.options.model_dump().items() if k in HybridOptions.model_fields}
         self.hybrid = HybridRetriever(HybridOptions(**hybrid))
+
+    def ran_with(self, plan: QueryPlan, config: Config) -> dict[str, Any]:
+        return {**super().ran_with(plan, config), **self.hybrid.ran_with(plan, config)}
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         view = tree_view(context.store)
