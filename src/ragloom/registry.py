@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import UnknownComponentError
 
-ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage", "strategy")
+ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage", "strategy", "preset")
 
 _BUILTINS: dict[str, dict[str, str]] = {
     "chunker": {
@@ -82,6 +82,20 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "html": "ragloom.ingest.loaders.html:HtmlLoader",
         "jsonl": "ragloom.ingest.loaders.jsonl:JsonlLoader",
     },
+    "preset": {  # named pipelines (lists of steps), not classes
+        "dense": "ragloom.retrieve.presets:DENSE",
+        "lexical": "ragloom.retrieve.presets:LEXICAL",
+        "hybrid": "ragloom.retrieve.presets:HYBRID",
+        "fast": "ragloom.retrieve.presets:FAST",
+        "balanced": "ragloom.retrieve.presets:BALANCED",
+        "precise": "ragloom.retrieve.presets:PRECISE",
+        "graph": "ragloom.retrieve.presets:GRAPH",
+        "graph-boost": "ragloom.retrieve.presets:GRAPH_BOOST",
+        "raptor": "ragloom.retrieve.presets:RAPTOR",
+        "corrective": "ragloom.retrieve.presets:CORRECTIVE",
+        "hyde": "ragloom.retrieve.presets:HYDE",
+        "multi-query": "ragloom.retrieve.presets:MULTI_QUERY",
+    },
 }
 
 _registered: dict[str, dict[str, Any]] = {role: {} for role in ROLES}
@@ -107,7 +121,7 @@ def names(role: str) -> list[str]:
 
 
 def resolve(role: str, name: str) -> Any:
-    """The class registered for ``name``; an error listing the valid names otherwise."""
+    """The class (for a preset: the steps) registered for ``name``; an error listing the valid names otherwise."""
     _check_role(role)
     _load_plugins(role)
     target = _registered[role].get(name) or _BUILTINS[role].get(name)

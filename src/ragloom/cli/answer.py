@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Answer
-from .shared import console, display_path, err_console, state
+from .shared import console, display_path, err_console, names_of, state
 from .search import snippet
 
 _WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."
@@ -45,7 +45,8 @@ def ask_command(
     question: str = typer.Argument(..., help="A question about the indexed documents."),
     strategy: Optional[str] = typer.Option(
         None, "--strategy", "-s",
-        help="auto (default: attributed with an LLM other than the packaged Qwen models, else extractive), extractive (no LLM), standard, attributed, cove.",
+        help="auto (default: attributed with an LLM other than the packaged Qwen models, else extractive), "
+        f"or one of: {names_of('strategy')} (extractive needs no LLM).",
     ),
     llm: Optional[str] = typer.Option(
         None, "--llm", help="LLM as PROVIDER[:MODEL] (ollama:llama3.2, openai:gpt-4o-mini) or a local model name "

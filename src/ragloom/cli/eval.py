@@ -15,7 +15,7 @@ from rich.text import Text
 from ..config import Config
 from ..errors import UnknownComponentError
 from ..retrieve.pipeline import preset_names
-from .shared import console, display_path, state
+from .shared import console, display_path, names_of, state
 from .ingest import _RichProgress, progress_bars
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def eval_command(
     ),
     modes: Optional[list[str]] = typer.Option(
         None, "--mode", "--preset", "-m", "-p",
-        help="Search preset: hybrid, dense, lexical or another named pipeline (repeatable; each run is named "
+        help=f"Search preset: {names_of('preset')}, or one under search.presets (repeatable; each run is named "
         "after it; default: each config's own pipeline).",
     ),
     k: Optional[int] = typer.Option(

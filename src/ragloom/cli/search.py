@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..filters import parse_cli_filters
 from ..types import Hit
-from .shared import console, display_path, state
+from .shared import console, display_path, names_of, state
 
 
 def search_command(
@@ -24,7 +24,7 @@ def search_command(
     ),
     mode: Optional[str] = typer.Option(
         None, "--mode", "--preset", "-m", "-p",
-        help="Search preset: hybrid (default), dense, lexical, fast, balanced, precise, grep, or your own.",
+        help=f"Search preset: {names_of('preset')}, or one of yours under search.presets (default: search.mode).",
     ),
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),

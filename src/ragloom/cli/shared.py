@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from .. import registry
 from ..config import Config
 
 
@@ -59,6 +60,11 @@ class State:
 
         config = self.config(**overrides)
         return Index.open(config.index, config, create=create, read_only=read_only)
+
+
+def names_of(role: str) -> str:
+    """The registered names of a role (built-ins and plugins), for a help text that lists them."""
+    return ", ".join(registry.names(role))
 
 
 def state(ctx: typer.Context) -> State:

@@ -34,7 +34,7 @@ class RagloomRetriever(BaseRetriever):
     index: Index
     k: int = Field(5, ge=1, description="passages per query")
     where: dict[str, Any] | None = Field(None, description="metadata filter, as in Index.search")
-    mode: str | None = Field(None, description="hybrid, dense, lexical (or a configured preset); None = the default")
+    mode: str | None = Field(None, description="a search preset (registry role preset) or a configured one; None = the default")
     _search: LockedSearch = PrivateAttr()
 
     def model_post_init(self, context: Any) -> None:

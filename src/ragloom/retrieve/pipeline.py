@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,28 +33,32 @@ if TYPE_CHECKING:
 #: A step as written in config: ``"mmr"`` or ``{"mmr": {"lambda": 0.7}}``.
 StepSpec = str | Mapping[str, Any]
 
-#: Built-in presets. Techniques add theirs with ``register_preset`` when they are defined.
-PRESETS: dict[str, list[StepSpec]] = {
-    "dense": [{"dense": {}}],
-    "lexical": [{"lexical": {}}],
-    "hybrid": [{"hybrid": {}}],
-    # Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline"):
-    # a lever is in a preset only if it gained on its own. fast: today's hybrid. balanced: hybrid plus
-    # the metadata boosts (phase, is_critical), which cost nothing; no cheap lever (roll-up, Rocchio
-    # feedback, MMR, dedup) beat hybrid, and a cross-encoder over even 5 passages overruns a 150 ms
-    # budget on 2 cores. precise: the cross-encoder over the top 20, blended 0.3 with hybrid.
-    "fast": [{"hybrid": {}}],
-    "balanced": [{"hybrid": {}}, {"boosts": {}}],
-    "precise": [{"hybrid": {}}, {"rerank": {"top_n": 20, "weight": 0.3}}, {"boosts": {}}],
-}
+class _Presets(Mapping[str, list[StepSpec]]):
+    """The presets in the registry (role ``preset``: built-ins and plugins), by name."""
+
+    def __getitem__(self, name: str) -> list[StepSpec]:
+        if name not in registry.names("preset"):
+            raise KeyError(name)
+        return list(registry.resolve("preset", name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.names("preset"))
+
+    def __len__(self) -> int:
+        return len(registry.names("preset"))
+
+
+#: Every registered preset; read-only (add one with ``register_preset``, or an entry point).
+PRESETS: Mapping[str, list[StepSpec]] = _Presets()
 
 
 def register_preset(name: str, steps: Sequence[StepSpec]) -> None:
-    PRESETS[name] = list(steps)
+    registry.register("preset", name, list(steps))
 
 
 def preset_names(custom: Mapping[str, Sequence[StepSpec]] | None = None) -> list[str]:
-    return sorted({*PRESETS, *(custom or {})})
+    """The registered presets and ``custom`` ones (``search.presets``), sorted."""
+    return sorted({*registry.names("preset"), *(custom or {})})
 
 
 @dataclass
@@ -187,10 +191,10 @@ def build_pipeline(
     name = "custom"
     if steps is None:
         preset = preset or "hybrid"
-        known = {**PRESETS, **(custom_presets or {})}
-        if preset not in known:
+        custom = custom_presets or {}
+        if preset not in custom and preset not in PRESETS:
             raise UnknownComponentError("search preset", preset, preset_names(custom_presets))
-        steps, name = known[preset], preset
+        steps, name = custom[preset] if preset in custom else PRESETS[preset], preset
     if not steps:
         raise ConfigError("the search pipeline is empty; start it with a retriever: dense, lexical or hybrid")
     parsed = [_parse_step(step) for step in steps]

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .. import registry
 from ..context import Context, Passage
 from ..retrieve.base import QueryPlan, StageTrace
 from ..stores.base import AuditEntry
@@ -158,8 +159,8 @@ class SearchRequest(BaseModel):
         None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
     )
     mode: str | None = Field(
-        None, description="a search preset: hybrid, dense, lexical or one defined under search.presets; "
-        "None = search.pipeline, else search.mode",
+        None, description=f"a search preset: {', '.join(registry.names('preset'))}, or one defined under "
+        "search.presets; None = search.pipeline, else search.mode",
     )
     explain: bool = Field(False, description="also return the query plan and each pipeline step's trace")
 

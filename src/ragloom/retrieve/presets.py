@@ -1,0 +1,29 @@
+"""The built-in search presets: named pipelines, each a retriever and its stages.
+
+They are registered by name in ``registry`` (role ``preset``) like every other component,
+so plugins add theirs through the ``ragloom.presets`` entry-point group, and every list of
+preset names (help texts, errors) comes from the registry.
+"""
+
+from __future__ import annotations
+
+DENSE = [{"dense": {}}]
+LEXICAL = [{"lexical": {}}]
+HYBRID = [{"hybrid": {}}]
+# Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline"):
+# a lever is in a preset only if it gained on its own. fast: today's hybrid. balanced: hybrid plus
+# the metadata boosts (phase, is_critical), which cost nothing; no cheap lever (roll-up, Rocchio
+# feedback, MMR, dedup) beat hybrid, and a cross-encoder over even 5 passages overruns a 150 ms
+# budget on 2 cores. precise: the cross-encoder over the top 20, blended 0.3 with hybrid.
+FAST = [{"hybrid": {}}]
+BALANCED = [{"hybrid": {}}, {"boosts": {}}]
+PRECISE = [{"hybrid": {}}, {"rerank": {"top_n": 20, "weight": 0.3}}, {"boosts": {}}]
+# The derived structures, each hybrid search plus that structure, so that
+# ``ragloom eval DATA --preset hybrid --preset graph --preset raptor`` compares them.
+GRAPH = [{"graph": {}}]
+GRAPH_BOOST = [{"hybrid": {}}, {"graph-boost": {}}]
+RAPTOR = [{"raptor": {}}]
+# The LLM-backed techniques; off by default (measured in benchmarks/answers.py).
+CORRECTIVE = [{"corrective": {}}, {"compress": {}}]
+HYDE = [{"hyde": {}}]
+MULTI_QUERY = [{"multi-query": {}}]
