@@ -59,29 +59,10 @@ class AuditEntry:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Store(ABC):
-    """Where chunks and vectors live. One backend, one subclass."""
+class SourceRegistry(ABC):
+    """What an index holds and who made it: the embedder identity, the ingested sources (each
+    replaced or deleted whole) and the vectors already computed, by chunk content hash."""
 
-    #: Registry name, e.g. "embedded".
-    name: str = ""
-    #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
-    read_only: bool = False
-
-    @classmethod
-    @abstractmethod
-    def open(cls, path: Path, config: Config) -> Store:
-        """Open (creating if needed) the store for the index directory ``path``.
-
-        A store that can be opened read-only takes a keyword ``read_only=True``: then it
-        creates and writes nothing, and derived indexes it must rebuild stay in memory.
-        """
-
-    @classmethod
-    def exists(cls, path: Path, config: Config) -> bool:
-        """Whether ``path`` holds an index of this store (read-only commands never create one)."""
-        return path.is_dir()
-
-    # -- identity ---------------------------------------------------------------------
     @abstractmethod
     def embedder_info(self) -> dict[str, Any] | None:
         """The embedder recorded when the index was created (model_id, dimension, config)."""
@@ -90,7 +71,6 @@ class Store(ABC):
     def set_embedder_info(self, info: dict[str, Any]) -> None:
         """Record the embedder; called once, when the first source is written."""
 
-    # -- sources ----------------------------------------------------------------------
     @abstractmethod
     def get_source(self, path: str) -> SourceRecord | None: ...
 
@@ -111,7 +91,10 @@ class Store(ABC):
     def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors already computed for chunks with these content hashes."""
 
-    # -- reading ----------------------------------------------------------------------
+
+class ChunkSearch(ABC):
+    """Reading the chunks back and searching them: by vector, by BM25, or both."""
+
     @abstractmethod
     def count(self) -> int:
         """Number of chunks."""
@@ -132,6 +115,10 @@ class Store(ABC):
     ) -> list[Candidate]:
         """Top ``k`` chunks by BM25 among those matching every condition."""
 
+    @abstractmethod
+    def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        """Cosine similarity of ``vector`` to each of these chunks (for fusion)."""
+
     def search_both(
         self, vector: np.ndarray, query: str, k: int, conditions: Sequence[Condition] = ()
     ) -> tuple[list[Candidate], list[Candidate]]:
@@ -139,14 +126,10 @@ class Store(ABC):
         at once overrides this."""
         return self.search_dense(vector, k, conditions), self.search_lexical(query, k, conditions)
 
-    @abstractmethod
-    def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
-        """Cosine similarity of ``vector`` to each of these chunks (for fusion)."""
-
     def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
         """Every chunk of one source with its vector, in document order (for ``migrate``)."""
         raise StoreError(
-            f"the {self.name or type(self).__name__} store cannot list a source's chunks; "
+            f"the {_name(self)} store cannot list a source's chunks; "
             "give it an export_source(path) method to migrate from it"
         )
 
@@ -156,22 +139,16 @@ class Store(ABC):
 
     def iter_chunks(self) -> Iterator[Chunk]:
         """Every chunk, in storage order (for the grep fallback)."""
-        raise StoreError(
-            f"the {self.name or type(self).__name__} store cannot list its chunks; give it an iter_chunks() method"
-        )
+        raise StoreError(f"the {_name(self)} store cannot list its chunks; give it an iter_chunks() method")
 
     def generation(self) -> int | None:
         """A number that changes with every write (the query cache's key); None when unknown."""
         return None
 
-    # -- derived structures -----------------------------------------------------------
-    def catalog_database(self) -> sqlite3.Connection | None:
-        """The SQLite database in which the derived structures (the entity graph, the RAPTOR
-        tree, the model-output cache) keep their tables beside the sources registry; None
-        when this store has none (they are then not available)."""
-        return None
 
-    # -- audit --------------------------------------------------------------------------
+class AuditLog(ABC):
+    """The index's log of searches and writes (a hash chain where the store keeps one)."""
+
     @abstractmethod
     def log_search(self, entry: AuditEntry) -> str:
         """Append a search to the audit log; return its id."""
@@ -188,13 +165,43 @@ class Store(ABC):
 
     def verify_audit(self) -> ChainReport:
         """Check the audit log's hash chain (see ``ragloom.audit``)."""
-        raise StoreError(f"the {self.name or type(self).__name__} store keeps no tamper-evident audit log")
+        raise StoreError(f"the {_name(self)} store keeps no tamper-evident audit log")
 
     @contextmanager
     def audited(self, kind: str, parameters: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         """Record the writes made inside as one operation (ingest, remove, migrate) with its
         parameters; the caller puts a summary in the yielded dict."""
         yield {}
+
+
+class Store(SourceRegistry, ChunkSearch, AuditLog):
+    """Where chunks and vectors live. One backend, one subclass: it opens, and implements the
+    three parts above (sources, search, audit); the conformance suite checks all of them."""
+
+    #: Registry name, e.g. "embedded".
+    name: str = ""
+    #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
+    read_only: bool = False
+
+    @classmethod
+    @abstractmethod
+    def open(cls, path: Path, config: Config) -> Store:
+        """Open (creating if needed) the store for the index directory ``path``.
+
+        A store that can be opened read-only takes a keyword ``read_only=True``: then it
+        creates and writes nothing, and derived indexes it must rebuild stay in memory.
+        """
+
+    @classmethod
+    def exists(cls, path: Path, config: Config) -> bool:
+        """Whether ``path`` holds an index of this store (read-only commands never create one)."""
+        return path.is_dir()
+
+    def catalog_database(self) -> sqlite3.Connection | None:
+        """The SQLite database in which the derived structures (the entity graph, the RAPTOR
+        tree, the model-output cache) keep their tables beside the sources registry; None
+        when this store has none (they are then not available)."""
+        return None
 
     # -- housekeeping -----------------------------------------------------------------
     def flush(self) -> None:  # noqa: B027 - optional hook
@@ -211,6 +218,10 @@ class Store(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""
+
+
+def _name(store: object) -> str:
+    return getattr(store, "name", "") or type(store).__name__
 
 
 @contextmanager

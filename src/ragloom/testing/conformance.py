@@ -188,8 +188,8 @@ def assert_same_ranking(got: list[Candidate], expected: list[Candidate], toleran
         assert g.score == pytest.approx(e.score, abs=tolerance)
 
 
-class StoreConformance:
-    """The behaviour every store shares.
+class StoreFixtures:
+    """The stores the conformance tests run on (each part below is a mixin over these).
 
     Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
     share one store written once per class; tests that write get a fresh one. A backend
@@ -232,7 +232,10 @@ class StoreConformance:
         yield store, write_corpus(store)
         opener.close_all()
 
-    # -- empty -------------------------------------------------------------------------------
+
+class SourceRegistryConformance(StoreFixtures):
+    """``SourceRegistry``: sources, the embedder identity, the vector cache, persistence."""
+
     def test_empty_store_answers_with_nothing(self, store: Store) -> None:
         assert store.count() == 0
         assert store.list_sources() == []
@@ -247,7 +250,6 @@ class StoreConformance:
         assert store.recent_searches(5) == []
         assert store.delete_source("a.md") == 0
 
-    # -- write / read ------------------------------------------------------------------------
     def test_write_registers_sources_and_round_trips_chunks(self, shared: tuple) -> None:
         store, written = shared
         assert store.count() == len(written)
@@ -257,23 +259,6 @@ class StoreConformance:
         assert store.get_chunks([c.id for c in chunks]) == chunks
         assert store.embedder_info() == EMBEDDER
 
-    def test_source_chunks_come_in_document_order(self, shared: tuple) -> None:
-        store, _ = shared
-        chunks = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
-        assert store.source_chunks("b.md") == chunks
-        assert store.source_chunks("missing.md") == []
-
-    def test_catalog_database_is_sqlite_or_absent(self, shared: tuple) -> None:
-        store, _ = shared
-        db = store.catalog_database()
-        assert db is None or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
-
-    def test_get_chunks_keeps_the_order_asked_and_skips_missing(self, shared: tuple) -> None:
-        store, written = shared
-        ids = list(written)
-        asked = [ids[9], "missing", ids[0], ids[4]]
-        assert [c.id for c in store.get_chunks(asked)] == [ids[9], ids[0], ids[4]]
-
     def test_cached_vectors_by_content_hash(self, shared: tuple) -> None:
         store, written = shared
         hashes = {c.content_hash: v for c, v in written.values()}
@@ -282,78 +267,6 @@ class StoreConformance:
         for digest, vector in found.items():
             np.testing.assert_allclose(vector, hashes[digest], atol=1e-5)
 
-    def test_dense_scores_are_cosine_similarities(self, shared: tuple) -> None:
-        store, written = shared
-        query = unit_vector(7)
-        ids = list(written)[:5]
-        scores = store.dense_scores(query, [*ids, "missing"])
-        assert set(scores) == set(ids)
-        for cid in ids:
-            assert scores[cid] == pytest.approx(float(written[cid][1] @ query), abs=1e-4)
-
-    # -- dense search ------------------------------------------------------------------------
-    @pytest.mark.parametrize("seed", [1, 2, 3])
-    def test_dense_search_matches_brute_force(self, shared: tuple, seed: int) -> None:
-        store, written = shared
-        query = unit_vector(seed)
-        assert_same_ranking(store.search_dense(query, 5), brute_force(written, query, 5))
-
-    def test_k_larger_than_the_collection_returns_everything(self, shared: tuple) -> None:
-        store, written = shared
-        query = unit_vector(4)
-        assert_same_ranking(store.search_dense(query, 1000), brute_force(written, query, 1000))
-
-    def test_ties_are_broken_by_chunk_id_and_results_repeat(self, shared: tuple) -> None:
-        store, written = shared
-        query = corpus_vector(_TWIN)  # two chunks hold exactly this vector
-        first = store.search_dense(query, 2)
-        assert first[0].score == pytest.approx(first[1].score, abs=1e-6)
-        assert [c.chunk_id for c in first] == sorted(c.chunk_id for c in first)
-        assert store.search_dense(query, 2) == first
-        assert store.search_dense(query, 1)[0].chunk_id == first[0].chunk_id
-
-    @pytest.mark.parametrize("where", FILTERS, ids=[repr(f) for f in FILTERS])
-    def test_every_filter_operator_matches_the_reference(self, shared: tuple, where: dict) -> None:
-        store, written = shared
-        query = unit_vector(11)
-        expected = brute_force(written, query, 1000, where)
-        assert_same_ranking(store.search_dense(query, 1000, parse_where(where)), expected)
-        assert_same_ranking(store.search_dense(query, 2, parse_where(where)), expected[:2])
-
-    def test_a_selective_filter_still_finds_the_farthest_match(self, shared: tuple) -> None:
-        store, written = shared
-        target = min(written, key=lambda cid: float(written[cid][1] @ unit_vector(5)))
-        where = {"source": written[target][0].source, "chunk_index": written[target][0].chunk_index}
-        got = store.search_dense(unit_vector(5), 1, parse_where(where))
-        assert [c.chunk_id for c in got] == [target]
-
-    # -- lexical search ------------------------------------------------------------------------
-    def test_lexical_search_ranks_by_bm25_with_the_tie_rule(self, shared: tuple) -> None:
-        store, written = shared
-        hits = store.search_lexical("unique3", 10)
-        assert [c.chunk_id for c in hits] == [_id_of(written, 3)]
-        assert hits[0].score > 0
-        twins = store.search_lexical(f"unique{_TWIN_OF}", 10)  # two chunks share this text
-        assert [c.chunk_id for c in twins] == sorted(_id_of(written, n) for n in (_TWIN_OF, _TWIN))
-        broad = store.search_lexical("river mountain", 1000)
-        assert broad == rank_candidates(broad)
-        assert {c.chunk_id for c in broad} == {
-            cid for cid, (c, _) in written.items() if {"river", "mountain"} & set(c.text.split())
-        }
-        assert store.search_lexical("river mountain", 1000) == broad
-
-    @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"}])
-    def test_lexical_search_honours_filters(self, shared: tuple, where: dict) -> None:
-        store, written = shared
-        conditions = parse_where(where)
-        everything = store.search_lexical("river mountain forest", 1000)
-        allowed = {cid for cid, (c, _) in written.items() if matches(c.metadata, conditions)}
-        expected = [c for c in everything if c.chunk_id in allowed]
-        got = store.search_lexical("river mountain forest", 1000, conditions)
-        assert_same_ranking(got, expected, 1e-5)  # a filter changes which chunks, never their BM25 score
-        assert store.search_lexical("river mountain forest", 2, conditions) == got[:2]
-
-    # -- overwrite / delete --------------------------------------------------------------------
     def test_replace_source_overwrites_everything_it_held(self, store: Store, written: dict) -> None:
         old = synthetic_chunks("a.md", LAYOUT["a.md"], _text)
         kept = old[0]
@@ -389,7 +302,6 @@ class StoreConformance:
         assert store.search_dense(unit_vector(2), 10, parse_where({"source": "b.md"})) == []
         assert store.delete_source("b.md") == 0
 
-    # -- persistence ---------------------------------------------------------------------------
     def test_everything_survives_reopening(self, opener: StoreOpener, store: Store, written: dict) -> None:
         query = unit_vector(9)
         dense = store.search_dense(query, 5, parse_where({"tags": "x"}))
@@ -407,7 +319,100 @@ class StoreConformance:
         assert [e.id for e in again.recent_searches(5)] == [search_id]
         assert again.disk_bytes() > 0
 
-    # -- audit -----------------------------------------------------------------------------------
+    def test_source_chunks_come_in_document_order(self, shared: tuple) -> None:
+        store, _ = shared
+        chunks = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
+        assert store.source_chunks("b.md") == chunks
+        assert store.source_chunks("missing.md") == []
+
+    def test_catalog_database_is_sqlite_or_absent(self, shared: tuple) -> None:
+        store, _ = shared
+        db = store.catalog_database()
+        assert db is None or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+
+
+class ChunkSearchConformance(StoreFixtures):
+    """``ChunkSearch``: reading chunks back, dense and BM25 search, filters, the tie rule."""
+
+    def test_get_chunks_keeps_the_order_asked_and_skips_missing(self, shared: tuple) -> None:
+        store, written = shared
+        ids = list(written)
+        asked = [ids[9], "missing", ids[0], ids[4]]
+        assert [c.id for c in store.get_chunks(asked)] == [ids[9], ids[0], ids[4]]
+
+    def test_dense_scores_are_cosine_similarities(self, shared: tuple) -> None:
+        store, written = shared
+        query = unit_vector(7)
+        ids = list(written)[:5]
+        scores = store.dense_scores(query, [*ids, "missing"])
+        assert set(scores) == set(ids)
+        for cid in ids:
+            assert scores[cid] == pytest.approx(float(written[cid][1] @ query), abs=1e-4)
+
+    @pytest.mark.parametrize("seed", [1, 2, 3])
+    def test_dense_search_matches_brute_force(self, shared: tuple, seed: int) -> None:
+        store, written = shared
+        query = unit_vector(seed)
+        assert_same_ranking(store.search_dense(query, 5), brute_force(written, query, 5))
+
+    def test_k_larger_than_the_collection_returns_everything(self, shared: tuple) -> None:
+        store, written = shared
+        query = unit_vector(4)
+        assert_same_ranking(store.search_dense(query, 1000), brute_force(written, query, 1000))
+
+    def test_ties_are_broken_by_chunk_id_and_results_repeat(self, shared: tuple) -> None:
+        store, written = shared
+        query = corpus_vector(_TWIN)  # two chunks hold exactly this vector
+        first = store.search_dense(query, 2)
+        assert first[0].score == pytest.approx(first[1].score, abs=1e-6)
+        assert [c.chunk_id for c in first] == sorted(c.chunk_id for c in first)
+        assert store.search_dense(query, 2) == first
+        assert store.search_dense(query, 1)[0].chunk_id == first[0].chunk_id
+
+    @pytest.mark.parametrize("where", FILTERS, ids=[repr(f) for f in FILTERS])
+    def test_every_filter_operator_matches_the_reference(self, shared: tuple, where: dict) -> None:
+        store, written = shared
+        query = unit_vector(11)
+        expected = brute_force(written, query, 1000, where)
+        assert_same_ranking(store.search_dense(query, 1000, parse_where(where)), expected)
+        assert_same_ranking(store.search_dense(query, 2, parse_where(where)), expected[:2])
+
+    def test_a_selective_filter_still_finds_the_farthest_match(self, shared: tuple) -> None:
+        store, written = shared
+        target = min(written, key=lambda cid: float(written[cid][1] @ unit_vector(5)))
+        where = {"source": written[target][0].source, "chunk_index": written[target][0].chunk_index}
+        got = store.search_dense(unit_vector(5), 1, parse_where(where))
+        assert [c.chunk_id for c in got] == [target]
+
+    def test_lexical_search_ranks_by_bm25_with_the_tie_rule(self, shared: tuple) -> None:
+        store, written = shared
+        hits = store.search_lexical("unique3", 10)
+        assert [c.chunk_id for c in hits] == [_id_of(written, 3)]
+        assert hits[0].score > 0
+        twins = store.search_lexical(f"unique{_TWIN_OF}", 10)  # two chunks share this text
+        assert [c.chunk_id for c in twins] == sorted(_id_of(written, n) for n in (_TWIN_OF, _TWIN))
+        broad = store.search_lexical("river mountain", 1000)
+        assert broad == rank_candidates(broad)
+        assert {c.chunk_id for c in broad} == {
+            cid for cid, (c, _) in written.items() if {"river", "mountain"} & set(c.text.split())
+        }
+        assert store.search_lexical("river mountain", 1000) == broad
+
+    @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"}])
+    def test_lexical_search_honours_filters(self, shared: tuple, where: dict) -> None:
+        store, written = shared
+        conditions = parse_where(where)
+        everything = store.search_lexical("river mountain forest", 1000)
+        allowed = {cid for cid, (c, _) in written.items() if matches(c.metadata, conditions)}
+        expected = [c for c in everything if c.chunk_id in allowed]
+        got = store.search_lexical("river mountain forest", 1000, conditions)
+        assert_same_ranking(got, expected, 1e-5)  # a filter changes which chunks, never their BM25 score
+        assert store.search_lexical("river mountain forest", 2, conditions) == got[:2]
+
+
+class AuditLogConformance(StoreFixtures):
+    """``AuditLog``: searches newest first, every write and search chained."""
+
     def test_audit_log_keeps_searches_newest_first(self, store: Store) -> None:
         first = store.log_search(_audit_entry("first", created_at=time.time() - 5))
         second = store.log_search(_audit_entry("second"))
@@ -436,6 +441,16 @@ class StoreConformance:
         assert events[-2].entry["summary"] == {"removed": 1} and events[-1].id == search_id
         report = store.verify_audit()
         assert report.ok and report.entries == len(events) and report.head == events[-1].hash
+
+
+class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, AuditLogConformance):
+    """The behaviour every store shares: the three parts of the Store interface, one suite.
+
+    Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
+    share one store written once per class; tests that write get a fresh one. A backend
+    whose data lives outside the index directory (a server) overrides ``config_for`` so
+    that each fresh store gets its own collection.
+    """
 
 
 def _id_of(written: dict[str, tuple[Chunk, np.ndarray]], n: int) -> str:
