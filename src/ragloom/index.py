@@ -18,7 +18,6 @@ from .context import Context
 from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
-from .ingest.chunkers._services import Chunkers
 from .ingest.chunkers.base import Chunker
 from .ingest.runner import IngestProgress, IngestRunner
 from .models.cross_encoder import shared_cross_encoder
@@ -46,8 +45,7 @@ class Index:
 
     def _open(self, parts: Parts) -> None:
         self.parts = parts
-        self._chunkers = Chunkers(parts)
-        self._runner = IngestRunner(parts, self._chunkers)
+        self._runner = IngestRunner(parts)
         self._searcher = Searcher(parts)
 
     @classmethod
@@ -107,11 +105,11 @@ class Index:
     @property
     def chunker(self) -> Chunker:
         """The configured chunking strategy."""
-        return self._chunkers.for_path(None)
+        return self._runner.chunkers.for_path(None)
 
     def chunker_for(self, path: Path | None) -> Chunker:
         """The chunker for a file: ``chunking.by_extension`` may name another strategy."""
-        return self._chunkers.for_path(path)
+        return self._runner.chunkers.for_path(path)
 
     # -- ingest and remove ------------------------------------------------------------------------
     def ingest(

@@ -2,7 +2,7 @@
 remove what left an ingested folder, flush, and bring the derived structures up to date.
 
 ``Index.ingest`` and ``Index.remove`` delegate here; the runner is given the index's parts
-(store, config, embedder) and the chunkers, never the ``Index``.
+(store, config, embedder), never the ``Index``, and keeps the index's chunkers.
 """
 
 from __future__ import annotations
@@ -55,10 +55,11 @@ class _Pending:
 class IngestRunner:
     """Ingests into and removes from one index's store."""
 
-    def __init__(self, parts: IndexParts, chunkers: Chunkers) -> None:
+    def __init__(self, parts: IndexParts) -> None:
         self.parts = parts
         self.store = parts.store
-        self.chunkers = chunkers
+        #: One chunker per strategy, built when a file first needs it.
+        self.chunkers = Chunkers(parts)
 
     def ingest(
         self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
