@@ -33,6 +33,7 @@ from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .ingest.pipeline import WriteBehind, read_ahead
+from .paths import PathPolicy
 from . import registry
 from .audit import AuditEvent, ChainReport
 from .retrieve.base import QueryPlan, SearchContext, SearchResult
@@ -196,15 +197,17 @@ class Index:
         *,
         glob: Sequence[str] | None = None,
         progress: IngestProgress | None = None,
+        policy: PathPolicy | None = None,
     ) -> IngestReport:
         """Index files and folders. Unchanged files are skipped, changed ones replaced,
-        and files gone from an ingested folder are removed from the index."""
+        and files gone from an ingested folder are removed from the index. With a ``policy``
+        (a server's door), every file is checked against its roots where it is opened."""
         started = time.perf_counter()
         progress = progress or IngestProgress()
         report = IngestReport()
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        plan, folders = self._plan(paths, glob, report)
+        plan, folders = self._plan(paths, glob, report, policy)
         with exclusive_write_lock(self.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
@@ -215,7 +218,7 @@ class Index:
 
             def prepare(file: Path) -> tuple[str, _Pending | None]:
                 source = source_id(file)
-                return source, self._prepare(file, source, report, known)
+                return source, self._prepare(file, source, report, known, policy)
 
             # Files are read and chunked ahead, and sources written behind, while this thread embeds.
             with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
@@ -258,7 +261,8 @@ class Index:
             summary.update(report.summary(), failed_files=[f.path for f in report.failed])
 
     def _plan(
-        self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport
+        self, paths: Iterable[str | Path], glob: Sequence[str] | None, report: IngestReport,
+        policy: PathPolicy | None = None,
     ) -> tuple[list[Path], list[str]]:
         files: list[Path] = []
         folders: list[str] = []
@@ -279,7 +283,8 @@ class Index:
                 continue
             if path.is_dir():
                 folders.append(str(path.resolve()))
-                found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+                found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped,
+                             policy)
                 for file in found:
                     if is_supported(file):
                         files.append(file)
@@ -293,11 +298,12 @@ class Index:
 
     def _prepare(
         self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+        policy: PathPolicy | None = None,
     ) -> _Pending | None:
         """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
         the sources registry read beforehand, so that this can run beside the store's writer)."""
         try:
-            content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000))
+            content = read_regular_file(file, int(self.config.ingest.max_file_mb * 1_000_000), policy)
         except FileRejected as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None

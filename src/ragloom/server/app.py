@@ -25,12 +25,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Config
 from ..errors import RagloomError
+from ..paths import PathPolicy
 from ..types import IngestReport
 from .errors import ApiError, classify
 from .jobs import IngestJobs
 from .metrics import Metrics
 from .schemas import IngestJobModel
-from .security import configured_key
+from .security import allowed_paths, configured_key
 from .service import IndexService
 
 log = logging.getLogger("ragloom.server")
@@ -58,6 +59,9 @@ class ServerState:
     api_key: str | None
     limiter: anyio.CapacityLimiter
     upload_dir: Path
+    #: What ingest by path may read (server.allowed_roots), and what an upload's job may (the upload folder).
+    paths: PathPolicy
+    uploads: PathPolicy
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking index work on a worker thread, at most one per reader."""
@@ -77,8 +81,10 @@ def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
     jobs = IngestJobs(service, on_finish=on_finish)
     metrics = Metrics(service.stats, jobs.running)
     upload_dir = Path(settings.upload_dir).expanduser() if settings.upload_dir else service.path / "uploads"
+    upload_dir = upload_dir.resolve()
     state = ServerState(config, service, jobs, metrics, configured_key(settings),
-                        anyio.CapacityLimiter(service.reader_count), upload_dir.resolve())
+                        anyio.CapacityLimiter(service.reader_count), upload_dir, allowed_paths(settings),
+                        PathPolicy([upload_dir], what="the upload folder"))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202

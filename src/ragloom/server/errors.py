@@ -54,11 +54,9 @@ _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
 
 def classify(exc: BaseException) -> tuple[int, str, str]:
     """(HTTP status, code, message) for an exception; unexpected ones say nothing internal."""
-    if isinstance(exc, ApiError):
-        return exc.status, exc.code, str(exc)
-    # Narrower codes for errors raised by the server's own checks.
-    code_of = getattr(type(exc), "code", None)
-    status_of = getattr(type(exc), "status", None)
+    # Narrower codes for errors raised by the server's own checks (ApiError, PathError, ...).
+    code_of = getattr(exc, "code", None)
+    status_of = getattr(exc, "status", None)
     if isinstance(code_of, str) and isinstance(status_of, int):
         return status_of, code_of, str(exc)
     for cls, status, code in _TABLE:

@@ -149,8 +149,13 @@ def report_model(report: IngestReport) -> BaseModel:
 
 
 # -- requests -------------------------------------------------------------------------------------
+# The HTTP API and the MCP tools take these same models (``mcp.takes``). Strict: a boolean is
+# only true or false and a count only an integer (``"k": true`` is not k=1); unknown keys are refused.
+STRICT_REQUEST = ConfigDict(extra="forbid", strict=True)
+
+
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     query: str = Field(..., min_length=1, description="what to look for, in plain words")
     k: int | None = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
@@ -177,7 +182,7 @@ class SearchResponse(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     question: str = Field(..., min_length=1, description="the question the context is for")
     budget: int | None = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
@@ -198,7 +203,7 @@ class AskRequest(ContextRequest):
 
 
 class IngestPathsRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     paths: list[str] = Field(..., min_length=1, description="files and folders inside server.allowed_roots")
     glob: list[str] | None = Field(None, description="only files of a folder matching these patterns")

@@ -14,7 +14,7 @@ from starlette.datastructures import UploadFile
 from ...ingest.loaders import is_supported, supported_extensions
 from ..errors import ApiError
 from ..schemas import IngestJobModel, IngestPathsRequest
-from ..security import check_folder_contents, resolve_inside
+from ..security import accept_paths
 from . import ERRORS, Reader, Writer
 
 router = APIRouter(prefix="/v1", tags=["ingest"])
@@ -48,20 +48,16 @@ async def ingest(request: Request, response: Response, state: Writer) -> IngestJ
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         paths = await _save_uploads(request, state)
-        job = state.jobs.submit([str(p) for p in paths], origin="upload")
+        job = state.jobs.submit([str(p) for p in paths], origin="upload", policy=state.uploads)
     else:
         try:
             body = IngestPathsRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
             raise ApiError(422, "invalid_request", problems) from None
-        settings, ingest_settings = state.config.server, state.config.ingest
-        resolved = [resolve_inside(raw, settings.allowed_roots) for raw in body.paths]
-        for path in resolved:
-            if path.is_dir():
-                await state.run(check_folder_contents, path, settings.allowed_roots,
-                                body.glob or ingest_settings.glob, ingest_settings.exclude)
-        job = state.jobs.submit([str(p) for p in resolved], origin="api", glob=body.glob)
+        settings = state.config.ingest
+        accepted = await state.run(accept_paths, state.paths, body.paths, body.glob or settings.glob, settings.exclude)
+        job = state.jobs.submit(accepted, origin="api", glob=body.glob, policy=state.paths)
     response.headers["Location"] = f"/v1/ingest/{job.id}"
     return job
 
