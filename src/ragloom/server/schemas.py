@@ -11,9 +11,9 @@ import dataclasses
 import hashlib
 import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from ..context import Context, Passage
 from ..retrieve.base import QueryPlan, StageTrace
@@ -154,11 +154,20 @@ def report_model(report: IngestReport) -> BaseModel:
 STRICT_REQUEST = ConfigDict(extra="forbid", strict=True)
 
 
+def _whole_number(value: Any) -> Any:
+    """JSON Schema counts 200.0 as an integer (and generated clients may send it so); strict pydantic would not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer or null: also 200.0, never true, "3" or 1.5.
+OptionalInt = Annotated[int | None, BeforeValidator(_whole_number)]
+
+
 class SearchRequest(BaseModel):
     model_config = STRICT_REQUEST
 
     query: str = Field(..., min_length=1, description="what to look for, in plain words")
-    k: int | None = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
+    k: OptionalInt = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
     where: dict[str, Any] | None = Field(
         None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
     )
@@ -185,8 +194,8 @@ class ContextRequest(BaseModel):
     model_config = STRICT_REQUEST
 
     question: str = Field(..., min_length=1, description="the question the context is for")
-    budget: int | None = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
-    k: int | None = Field(None, ge=1, le=100, description="passages retrieved; None = answer.k")
+    budget: OptionalInt = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
+    k: OptionalInt = Field(None, ge=1, le=100, description="passages retrieved; None = answer.k")
     where: dict[str, Any] | None = Field(None, description="metadata filter, as for /v1/search")
     mode: str | None = Field(None, description="search preset used to retrieve; None = answer.mode or search's")
 

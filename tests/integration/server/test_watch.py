@@ -133,3 +133,29 @@ def test_watch_command_reports_each_batch_and_stops_on_ctrl_c(tmp_path):
     assert process.returncode == 0 and "Traceback" not in errors, errors
     with Index.open(tmp_path / "index", create=False) as index:
         assert [Path(s.path).name for s in index.sources()] == ["two.md"]
+
+
+def test_a_watched_folder_reads_nothing_outside_itself(tmp_path):
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Payroll\n\nThe payroll password is hunter-zebra-42.\n")
+    (docs / "leak.md").symlink_to(outside / "secret.md")  # there from the start: the catch-up ingest meets it
+    (docs / "note.md").write_text("# Note\n\nOtters hold hands while sleeping.\n")
+    config = Config.from_dict({"index": str(tmp_path / "index"), "watch": {"debounce_ms": 300}})
+    batches: list = []
+    with Index.open(config.index, config) as writer:
+        watcher = FolderWatcher([docs], config, apply_to_index(writer), ignore=[writer.path],
+                                on_batch=lambda batch, report, error: batches.append((batch, report, error)))
+        thread = watcher.start()
+        try:
+            assert watcher.ready.wait(120)
+            (docs / "late.md").symlink_to(outside / "secret.md")  # and one made while it watches
+            wait_until(lambda: any(str(docs / "late.md") in batch.ingest for batch, _, _ in batches))
+        finally:
+            watcher.stop()
+            thread.join(30)
+        sources = {Path(s.path).name for s in writer.sources()}
+    assert sources == {"note.md"}
+    refused = {Path(f.path).name: f.error for _, report, _ in batches for f in report.failed}
+    assert set(refused) == {"leak.md", "late.md"} and all(e.startswith("refused:") for e in refused.values())
