@@ -10,6 +10,7 @@ from ..errors import (
     IndexNotFoundError,
     LoaderError,
     MissingDependencyError,
+    MissingStructureError,
     ModelMismatchError,
     ProviderError,
     QueryError,
@@ -41,6 +42,7 @@ _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (LoaderError, 422, "unreadable_file"),
     (IndexLockedError, 409, "index_locked"),
     (IndexNotFoundError, 404, "index_not_found"),
+    (MissingStructureError, 409, "missing_structure"),  # a preset needing the entity graph or RAPTOR tree
     (ModelMismatchError, 409, "model_mismatch"),
     (StoreError, 500, "store_error"),
     (ConfigError, 500, "config_error"),

@@ -9,6 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from server_helpers import running_server, server_config
+
 SECRET = "# Payroll\n\nThe quarterly payroll password is hunter-zebra-42.\n"
 
 
@@ -110,3 +112,46 @@ def test_a_whole_number_written_as_a_float_is_an_integer(served):
         response = client.post("/v1/context", json={"question": "What does DDS handle?", "budget": 200.0, "k": 2.0})
     assert response.status_code == 200, response.text
     assert response.json()["budget"] == 200 and len(response.json()["passages"]) <= 2
+
+
+def test_openapi_declares_the_key_and_every_error_it_answers(served):
+    with served.client() as client:
+        schema = client.get("/openapi.json").json()
+        not_json = client.post("/v1/search", content=b'{"query": "x"}', headers={"Content-Type": "text/plain"})
+        not_utf8 = client.post("/v1/search", content=b'{"query": "\xff"}', headers={"Content-Type": "application/json"})
+    schemes = schema["components"]["securitySchemes"]
+    assert schemes["bearer"] == {**schemes["bearer"], "type": "http", "scheme": "bearer"}
+    assert schemes["apiKey"] == {**schemes["apiKey"], "type": "apiKey", "in": "header", "name": "X-API-Key"}
+    paths = schema["paths"]
+    either_key = [{"bearer": []}, {"apiKey": []}]
+    assert paths["/v1/ingest"]["post"]["security"] == either_key
+    assert paths["/v1/sources/{source_id}"]["delete"]["security"] == either_key
+    assert "security" not in paths["/v1/search"]["post"]  # reads are open on this server
+    for path in ("/v1/search", "/v1/context", "/v1/ask", "/v1/ingest"):
+        assert {"400", "415"} <= set(paths[path]["post"]["responses"]), path
+    assert (not_json.status_code, not_json.json()["error"]["code"]) == (415, "unsupported_media_type")
+    assert (not_utf8.status_code, not_utf8.json()["error"]["code"]) == (400, "invalid_body")
+    search = schema["components"]["schemas"]["SearchRequest"]["properties"]
+    assert search["query"]["maxLength"] == served.state.config.server.max_query_chars
+    assert {"hybrid", "dense", "lexical", "precise"} <= set(search["mode"]["anyOf"][0]["enum"])
+
+
+def test_reads_that_need_the_key_say_so(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    config = server_config(tmp_path, docs, require_key_for_reads=True, search_threads=1)
+    with running_server(config, tmp_path, docs) as served, served.client() as client:
+        paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/v1/search"]["post"]["security"] == paths["/v1/ingest"]["post"]["security"]
+    assert paths["/v1/healthz"]["get"]["security"] == []  # liveness never needs the key
+
+
+def test_options_and_405_list_every_method_of_a_path(served):
+    with served.client() as client:
+        options = client.options("/v1/ingest")
+        put = client.put("/v1/ingest", json={})
+        delete_options = client.options("/v1/sources/0123456789abcdef")
+    assert options.status_code == 204 and options.headers["allow"] == "GET, POST, OPTIONS"
+    assert put.status_code == 405 and put.headers["allow"] == "GET, POST, OPTIONS"
+    assert put.json()["error"]["code"] == "method_not_allowed" and "GET or POST" in put.json()["error"]["message"]
+    assert delete_options.headers["allow"] == "DELETE, OPTIONS"
