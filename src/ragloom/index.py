@@ -21,6 +21,7 @@ from .generate import answering
 from .ingest.chunkers.base import Chunker
 from .ingest.runner import IngestProgress, IngestRunner
 from .models.cross_encoder import shared_cross_encoder
+from .paths import PathPolicy
 from .parts import Parts, check_same_embedder, open_parts, set_aside_index  # noqa: F401 - importable here
 from .retrieve.base import SearchContext, SearchResult
 from .retrieve.pipeline import Pipeline
@@ -118,10 +119,12 @@ class Index:
         *,
         glob: Sequence[str] | None = None,
         progress: IngestProgress | None = None,
+        policy: PathPolicy | None = None,
     ) -> IngestReport:
         """Index files and folders. Unchanged files are skipped, changed ones replaced,
-        and files gone from an ingested folder are removed from the index."""
-        return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress)
+        and files gone from an ingested folder are removed from the index. With a ``policy``
+        (a server's door), every file is checked against its roots where it is opened."""
+        return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress, policy)
 
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""

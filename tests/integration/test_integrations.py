@@ -63,7 +63,8 @@ def test_llamaindex_retriever_returns_nodes_with_scores(index):
     assert node.get_content() == hits[0].text and node.metadata["source"] == hits[0].source
     assert node.start_char_idx == hits[0].metadata["start"] and node.end_char_idx == hits[0].metadata["end"]
     lexical = RagloomRetriever(index, k=2, mode="lexical").retrieve(QueryBundle("quaternion"))
-    assert lexical and set(lexical[0].node.metadata["scores"]) == {"lexical"}
+    assert lexical and lexical[0].node.metadata["source"] and lexical[0].score == index.search(
+        "quaternion", 2, mode="lexical")[0].score
     assert asyncio.run(retriever.aretrieve(QUESTION))[0].node.node_id == hits[0].chunk_id
 
 
@@ -79,3 +80,75 @@ def test_from_path_opens_an_existing_index_only(index, tmp_path):
         retriever.index.close()
     with pytest.raises(IndexNotFoundError):
         RagloomRetriever.from_path(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("fusion", ["reciprocal_rerank", "relative_score"])
+def test_llamaindex_fusion_merges_the_same_chunk_found_by_two_retrievers(index, fusion):
+    pytest.importorskip("llama_index.core", reason="pip install 'ragloom[llamaindex]'")
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.retrievers import QueryFusionRetriever
+
+    from ragloom.integrations.llamaindex import RagloomRetriever
+
+    dense, lexical = RagloomRetriever(index, k=5, mode="dense"), RagloomRetriever(index, k=5, mode="lexical")
+    found = {name: retriever.retrieve(QUESTION) for name, retriever in (("dense", dense), ("lexical", lexical))}
+    both = {n.node.node_id for n in found["dense"]} & {n.node.node_id for n in found["lexical"]}
+    distinct = {n.node.node_id for nodes in found.values() for n in nodes}
+    assert both, "the two retrievers should share a chunk for this question"
+    # MockLLM answers with the prompt it was given: what an LLM would read.
+    llm = MockLLM()
+    fused = QueryFusionRetriever([dense, lexical], llm=llm, mode=fusion, similarity_top_k=10, num_queries=1,
+                                 use_async=False)
+    nodes = fused.retrieve(QUESTION)
+    assert sorted(n.node.node_id for n in nodes) == sorted(distinct)  # each chunk once
+    if fusion == "reciprocal_rerank":
+        ranks = {name: {n.node.node_id: rank for rank, n in enumerate(nodes_, start=1)} for name, nodes_ in found.items()}
+        for node in nodes:  # a shared chunk's score is the sum of both lists' 1/(rank + 60)
+            expected = sum(1.0 / (r[node.node.node_id] - 1 + 60) for r in ranks.values() if node.node.node_id in r)
+            assert node.score == pytest.approx(expected)
+    response = RetrieverQueryEngine.from_args(fused, llm=llm).query(QUESTION)
+    assert sorted(n.node.node_id for n in response.source_nodes) == sorted(distinct)
+    prompt = str(response)
+    assert nodes[0].node.get_content() in prompt
+    assert not any(f"{key}: " in prompt for key in ("score", "rank", "scores"))
+
+
+def test_langchain_retriever_takes_k_where_and_mode_at_call_time(index):
+    pytest.importorskip("langchain_core", reason="pip install 'ragloom[langchain]'")
+    from ragloom.integrations.langchain import RagloomRetriever
+
+    retriever = RagloomRetriever(index=index)  # k=5, hybrid, no filter
+    assert len(retriever.invoke(QUESTION, k=1)) == 1
+    paged = retriever.invoke("path planning", k=4, where={"page": {"$gte": 2}}, mode="dense")
+    assert paged and len(paged) <= 4 and all(d.metadata["page"] >= 2 for d in paged)
+    assert all(set(d.metadata["scores"]) == {"dense"} for d in paged)
+    assert len(retriever.invoke(QUESTION)) == 5  # the call's values were for that call only
+
+
+try:
+    from langchain_tests.integration_tests import RetrieversIntegrationTests
+except ImportError:  # pip install langchain-tests (the test extra)
+    RetrieversIntegrationTests = None
+
+if RetrieversIntegrationTests is not None:
+    class TestLangChainStandardRetrieverTests(RetrieversIntegrationTests):
+        """LangChain's own conformance suite for retrievers, over the real index."""
+
+        @pytest.fixture(autouse=True)
+        def _with_index(self, index):
+            self.index = index
+
+        @property
+        def retriever_constructor(self):
+            from ragloom.integrations.langchain import RagloomRetriever
+
+            return RagloomRetriever
+
+        @property
+        def retriever_constructor_params(self) -> dict:
+            return {"index": self.index}
+
+        @property
+        def retriever_query_example(self) -> str:
+            return QUESTION

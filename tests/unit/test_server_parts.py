@@ -11,7 +11,8 @@ from ragloom.errors import FilterError, IndexLockedError, UnknownConfigKeyError
 from ragloom.server.errors import ApiError, classify
 from ragloom.server.highlight import matched_spans, query_terms
 from ragloom.server.schemas import HitModel, IngestReportModel, hit_model, model_from_dataclass, report_model, source_id
-from ragloom.server.security import check_key, presented_key, resolve_inside
+from ragloom.paths import PathError, PathPolicy
+from ragloom.server.security import check_key, presented_key
 from ragloom.types import FileFailure, Hit, IngestReport
 
 
@@ -72,15 +73,17 @@ def test_paths_resolve_inside_the_roots(tmp_path):
     (outside / "s.md").write_text("s")
     (root / "link.md").symlink_to(outside / "s.md")
     (root / "dirlink").symlink_to(outside)
-    assert resolve_inside(str(root / "a.md"), [str(root)]) == root / "a.md"
-    assert resolve_inside(str(root / "sub" / ".." / "a.md"), [str(root)]) == root / "a.md"
+    policy = PathPolicy([root])
+    assert policy.resolve(str(root / "a.md")) == root / "a.md"
+    assert policy.resolve(str(root / "sub" / ".." / "a.md")) == root / "a.md"
     for bad in (root / "link.md", root / "dirlink" / "s.md", root / ".." / "outside" / "s.md", outside):
-        with pytest.raises(ApiError) as caught:
-            resolve_inside(str(bad), [str(root)])
-        assert caught.value.code == "path_not_allowed", bad
-    with pytest.raises(ApiError) as caught:
-        resolve_inside(str(root / "a.md"), [])
+        with pytest.raises(PathError) as caught:
+            policy.resolve(str(bad))
+        assert (caught.value.code, caught.value.status) == ("path_not_allowed", 403), bad
+    with pytest.raises(PathError) as caught:
+        PathPolicy([]).resolve(str(root / "a.md"))
     assert caught.value.code == "path_not_allowed" and "allowed_roots" in str(caught.value)
+    assert classify(caught.value)[:2] == (403, "path_not_allowed")
 
 
 def test_error_codes():

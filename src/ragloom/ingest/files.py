@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..paths import PathPolicy
+
 #: Called with (where, why) for every entry that cannot be read.
 OnError = Callable[[str, str], None]
 
@@ -78,13 +80,21 @@ def walk(
     on_error: OnError,
     external_links: str = "index",
     on_skip: OnError | None = None,
+    policy: PathPolicy | None = None,
+    on_refused: OnError | None = None,
 ) -> Iterator[Path]:
     """Files under ``folder`` matching any pattern and no exclusion, in sorted order.
 
     ``external_links="skip"`` leaves out symlinks whose target lies outside ``folder``
     (reported to ``on_skip``); with ``"index"`` they are read under the link's own path.
+    With a ``policy``, a folder or symlink leading outside its roots is refused (reported to
+    ``on_refused``, else to ``on_error``).
     """
-    real_folder = folder.resolve()
+    refused = on_refused or on_error
+    real_folder = Path(os.path.realpath(folder))
+    if policy is not None and not policy.contains(real_folder):
+        refused(source_id(folder), f"refused: it leads to {real_folder}, outside {policy.describe()}")
+        return
 
     def folder_error(exc: OSError) -> None:
         where = exc.filename if exc.filename is not None else folder
@@ -100,6 +110,11 @@ def walk(
             if problem is not None:
                 on_error(display_name(source_id(path)), problem)
                 continue
+            if policy is not None and path.is_symlink():
+                target = _link_target(path)
+                if target is not None and not policy.contains(target):
+                    refused(source_id(path), f"refused: a symlink to {target}, outside {policy.describe()}")
+                    continue
             if external_links == "skip" and path.is_symlink():
                 target = _link_target(path)
                 if target is not None and not _inside(target, real_folder):
@@ -109,8 +124,11 @@ def walk(
             yield path
 
 
-def read_regular_file(path: Path, max_bytes: int) -> FileContent:
-    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else FileRejected."""
+def read_regular_file(path: Path, max_bytes: int, policy: PathPolicy | None = None) -> FileContent:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` (and, with a
+    ``policy``, the file opened lies inside its roots); else FileRejected."""
+    if policy is not None and not policy.contains(os.path.realpath(path)):  # says nothing of a file outside
+        raise FileRejected(f"refused: it leads outside {policy.describe()}")
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -121,6 +139,10 @@ def read_regular_file(path: Path, max_bytes: int) -> FileContent:
     except OSError as exc:
         raise FileRejected(_os_reason(exc)) from None
     with os.fdopen(fd, "rb") as handle:
+        # Checked on the descriptor, after the open: a link swapped in since the walk cannot slip past.
+        refusal = policy.refusal(fd, path) if policy is not None else None
+        if refusal is not None:
+            raise FileRejected(refusal)
         info = os.fstat(fd)
         _check_kind_and_size(info, max_bytes)
         data = handle.read(max_bytes + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import IngestConfig
 from ..errors import SourceNotFoundError, UnsupportedFormatError
@@ -11,12 +12,17 @@ from ..types import FileFailure, IngestReport
 from .files import display_name, name_problem, walk
 from .loaders import is_supported, supported_extensions
 
+if TYPE_CHECKING:
+    from ..paths import PathPolicy
+
 
 def plan_files(
-    paths: Iterable[str | Path], glob: Sequence[str] | None, settings: IngestConfig, report: IngestReport
+    paths: Iterable[str | Path], glob: Sequence[str] | None, settings: IngestConfig, report: IngestReport,
+    policy: PathPolicy | None = None,
 ) -> tuple[list[Path], list[str]]:
     """The files to read, in order and without repeats, and the folders they were found in
-    (a source gone from one of those is removed). Unreadable names and folders go to ``report``."""
+    (a source gone from one of those is removed). Unreadable names and folders go to ``report``;
+    a ``policy`` (a server's door) checks each file found against its roots."""
     files: list[Path] = []
     folders: list[str] = []
 
@@ -35,7 +41,8 @@ def plan_files(
             continue
         if path.is_dir():
             folders.append(str(path.resolve()))
-            found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped)
+            found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped,
+                         policy)
             for file in found:
                 if is_supported(file):
                     files.append(file)

@@ -30,6 +30,7 @@ from .planning import plan_files
 
 if TYPE_CHECKING:
     from ..parts import IndexParts
+    from ..paths import PathPolicy
 
 #: Chunks gathered from several files before they are embedded together.
 EMBED_BATCH_CHUNKS = 256
@@ -63,22 +64,26 @@ class IngestRunner:
 
     def ingest(
         self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
+        policy: PathPolicy | None = None,
     ) -> IngestReport:
+        """Ingest ``paths``; with a ``policy`` (a server's door) every file is checked where it is opened."""
         started = time.perf_counter()
         progress = progress or IngestProgress()
         report = IngestReport()
-        plan, folders = plan_files(paths, glob, self.parts.config.ingest, report)
+        plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
         with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
-            seen = self._write(plan, report, progress)
+            seen = self._write(plan, report, progress, policy)
             self._remove_gone(folders, seen, report)
             self.store.flush()
             report.warnings.extend(self.sync_structures())
         report.seconds = time.perf_counter() - started
         return report
 
-    def _write(self, plan: list[Path], report: IngestReport, progress: IngestProgress) -> set[str]:
+    def _write(
+        self, plan: list[Path], report: IngestReport, progress: IngestProgress, policy: PathPolicy | None,
+    ) -> set[str]:
         """Read, chunk, embed and store the planned files; return the sources seen."""
         seen: set[str] = set()
         pending: list[_Pending] = []
@@ -87,7 +92,7 @@ class IngestRunner:
 
         def prepare(file: Path) -> tuple[str, _Pending | None]:
             source = source_id(file)
-            return source, self._prepare(file, source, report, known)
+            return source, self._prepare(file, source, report, known, policy)
 
         # Files are read and chunked ahead, and sources written behind, while this thread embeds.
         with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
@@ -131,12 +136,13 @@ class IngestRunner:
 
     def _prepare(
         self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
+        policy: PathPolicy | None = None,
     ) -> _Pending | None:
         """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
         the sources registry read beforehand, so that this can run beside the store's writer)."""
         settings = self.parts.config.ingest
         try:
-            content = read_regular_file(file, int(settings.max_file_mb * 1_000_000))
+            content = read_regular_file(file, int(settings.max_file_mb * 1_000_000), policy)
         except FileRejected as exc:
             report.failed.append(FileFailure(source, str(exc)))
             return None

@@ -14,10 +14,15 @@ from ..index import Index
 from ..types import Hit
 
 
+def chunk_metadata(hit: Hit) -> dict[str, Any]:
+    """What a hit's chunk is, the same whichever query or retriever found it: its metadata, source and id."""
+    return {**hit.metadata, "source": hit.source, "chunk_id": hit.chunk_id}
+
+
 def hit_metadata(hit: Hit) -> dict[str, Any]:
-    """A hit's metadata, plus where it ranked and how it scored, for a framework's document."""
-    return {**hit.metadata, "source": hit.source, "chunk_id": hit.chunk_id, "score": hit.score,
-            "rank": hit.rank, "scores": dict(hit.scores)}
+    """The chunk's metadata plus where this search ranked it and how it scored (a LangChain
+    ``Document`` has no other place for them)."""
+    return {**chunk_metadata(hit), "score": hit.score, "rank": hit.rank, "scores": dict(hit.scores)}
 
 
 class LockedSearch:

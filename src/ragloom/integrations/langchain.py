@@ -45,6 +45,11 @@ class RagloomRetriever(BaseRetriever):
         """A retriever over the index at ``path`` (which must exist)."""
         return cls(index=Index.open(path, create=False), **kwargs)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self._search(query, self.k, self.where, self.mode)
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
+        where: dict[str, Any] | None = None, mode: str | None = None,
+    ) -> list[Document]:
+        """``k``, ``where`` and ``mode`` given to ``invoke`` (``retriever.invoke(q, k=1)``) win over the retriever's."""
+        hits = self._search(query, self.k if k is None else k, self.where if where is None else where,
+                            self.mode if mode is None else mode)
         return [Document(id=hit.chunk_id, page_content=hit.text, metadata=hit_metadata(hit)) for hit in hits]

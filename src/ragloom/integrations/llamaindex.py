@@ -22,12 +22,18 @@ from llama_index.core.retrievers import BaseRetriever  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
 from ..index import Index  # noqa: E402
-from . import LockedSearch, hit_metadata  # noqa: E402
+from . import LockedSearch, chunk_metadata  # noqa: E402
 
 
 class RagloomRetriever(BaseRetriever):
     """Returns a ragloom search's hits as ``NodeWithScore``: a ``TextNode`` (id = chunk id,
-    metadata with source, section, page, ..., character offsets in its document) and the score."""
+    metadata with source, section, page, ..., character offsets in its document) and the score.
+
+    The score lives on the ``NodeWithScore`` only: a node's metadata is part of its hash and of
+    the text an LLM is shown, so it holds what the chunk is, never what one query made of it.
+    The same chunk found by two retrievers is then one node, and fusion
+    (``QueryFusionRetriever``) merges it.
+    """
 
     def __init__(
         self, index: Index, k: int = 5, *, where: Mapping[str, Any] | None = None, mode: str | None = None,
@@ -46,7 +52,7 @@ class RagloomRetriever(BaseRetriever):
         hits = self._search(query_bundle.query_str, self.k, self.where, self.mode)
         return [
             NodeWithScore(
-                node=TextNode(id_=hit.chunk_id, text=hit.text, metadata=hit_metadata(hit),
+                node=TextNode(id_=hit.chunk_id, text=hit.text, metadata=chunk_metadata(hit),
                               start_char_idx=hit.metadata.get("start"), end_char_idx=hit.metadata.get("end")),
                 score=hit.score,
             )

@@ -19,18 +19,22 @@ from typing import Any, TypeVar
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Config
 from ..errors import RagloomError
+from ..paths import PathPolicy
 from ..types import IngestReport
 from .errors import ApiError, classify
 from .jobs import IngestJobs
 from .metrics import Metrics
+from .openapi import describe_api, methods_at
 from .schemas import IngestJobModel
-from .security import configured_key
+from .security import allowed_paths, configured_key
 from .service import IndexService
 
 log = logging.getLogger("ragloom.server")
@@ -58,6 +62,9 @@ class ServerState:
     api_key: str | None
     limiter: anyio.CapacityLimiter
     upload_dir: Path
+    #: What ingest by path may read (server.allowed_roots), and what an upload's job may (the upload folder).
+    paths: PathPolicy
+    uploads: PathPolicy
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking index work on a worker thread, at most one per reader."""
@@ -77,8 +84,10 @@ def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
     jobs = IngestJobs(service, on_finish=on_finish)
     metrics = Metrics(service.stats, jobs.running)
     upload_dir = Path(settings.upload_dir).expanduser() if settings.upload_dir else service.path / "uploads"
+    upload_dir = upload_dir.resolve()
     state = ServerState(config, service, jobs, metrics, configured_key(settings),
-                        anyio.CapacityLimiter(service.reader_count), upload_dir.resolve())
+                        anyio.CapacityLimiter(service.reader_count), upload_dir, allowed_paths(settings),
+                        PathPolicy([upload_dir], what="the upload folder"))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
@@ -98,15 +107,21 @@ def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
     from .routes import web
 
     web.install(app)
+    describe_api(app, config)
     _add_error_handlers(app)
     if settings.cors_origins:
-        from fastapi.middleware.cors import CORSMiddleware
-
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
+        app.add_middleware(JsonCORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["*"],
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
+
+
+def allowed_methods(request: Request, declared: str | None) -> list[str]:
+    """Every method some route answers at the request's path (several routes may share one), and OPTIONS."""
+    methods = methods_at(request.app, request.url.path)
+    methods.update(m.strip() for m in (declared or "").split(",") if m.strip())  # routes outside the document
+    return sorted(methods - {"OPTIONS"}) + ["OPTIONS"]
 
 
 def error_response(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -116,24 +131,39 @@ def error_response(status: int, code: str, message: str, headers: dict[str, str]
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        errors = exc.errors()
+        if any(err["type"] == "json_invalid" for err in errors):
+            return error_response(400, "invalid_body", "the body is not valid JSON; send a JSON object")
+        bad_filter = next((err for err in errors if err["type"] == "invalid_filter"), None)
+        if bad_filter is not None:
+            return error_response(422, "invalid_filter", bad_filter["msg"])
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in errors)
         return error_response(422, "invalid_request", problems or "the request is not valid")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        codes = {400: "invalid_body", 404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        headers = getattr(exc, "headers", None)
         if exc.status_code == 404 and message == "Not Found":
             message = f"there is no endpoint at {request.url.path}; see /docs for the API"
+        elif exc.status_code == 400 and message == "There was an error parsing the body":
+            message = "the body could not be read: send JSON encoded as UTF-8"
+        elif exc.status_code == 405:
+            allowed = allowed_methods(request, (headers or {}).get("Allow"))
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
+            if request.method == "OPTIONS":  # what may be done here: the answer to OPTIONS, not an error
+                return Response(status_code=204, headers=headers)
+            message = f"{request.method} is not allowed at {request.url.path}; use {' or '.join(allowed[:-1])}"
         return error_response(exc.status_code, codes.get(exc.status_code, f"http_{exc.status_code}"), message,
-                              headers=getattr(exc, "headers", None))
+                              headers=headers)
 
     async def _classified(request: Request, exc: Exception) -> JSONResponse:
         status, code, message = classify(exc)
-        if status >= 500 and not isinstance(exc, ApiError):
+        if not isinstance(exc, RagloomError):
             log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        elif status >= 500:  # said on purpose (no LLM, a store error): its message is the whole story
+            log.warning("%s %s: %s (%s)", request.method, request.url.path, message, code)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
         return error_response(status, code, message, headers)
 
@@ -141,6 +171,19 @@ def _add_error_handlers(app: FastAPI) -> None:
     # outermost handler, which answers with the same JSON (and logs the traceback, never sends it).
     app.add_exception_handler(RagloomError, _classified)
     app.add_exception_handler(Exception, _classified)
+
+
+class JsonCORSMiddleware(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered in the API's JSON error shape."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        refused = bytes(response.body).decode("utf-8", "replace")  # "Disallowed CORS origin, method"
+        headers = {k: v for k, v in response.headers.items() if k.lower().startswith("access-control-")}
+        return error_response(response.status_code, "cors_refused",
+                              f"{refused}; this server allows the origins in server.cors_origins", headers)
 
 
 class BodyLimitMiddleware:

@@ -10,6 +10,7 @@ from ..errors import (
     IndexNotFoundError,
     LoaderError,
     MissingDependencyError,
+    MissingStructureError,
     ModelMismatchError,
     ProviderError,
     QueryError,
@@ -41,6 +42,7 @@ _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (LoaderError, 422, "unreadable_file"),
     (IndexLockedError, 409, "index_locked"),
     (IndexNotFoundError, 404, "index_not_found"),
+    (MissingStructureError, 409, "missing_structure"),  # a preset needing the entity graph or RAPTOR tree
     (ModelMismatchError, 409, "model_mismatch"),
     (StoreError, 500, "store_error"),
     (ConfigError, 500, "config_error"),
@@ -54,11 +56,9 @@ _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
 
 def classify(exc: BaseException) -> tuple[int, str, str]:
     """(HTTP status, code, message) for an exception; unexpected ones say nothing internal."""
-    if isinstance(exc, ApiError):
-        return exc.status, exc.code, str(exc)
-    # Narrower codes for errors raised by the server's own checks.
-    code_of = getattr(type(exc), "code", None)
-    status_of = getattr(type(exc), "status", None)
+    # Narrower codes for errors raised by the server's own checks (ApiError, PathError, ...).
+    code_of = getattr(exc, "code", None)
+    status_of = getattr(exc, "status", None)
     if isinstance(code_of, str) and isinstance(status_of, int):
         return status_of, code_of, str(exc)
     for cls, status, code in _TABLE:

@@ -9,9 +9,11 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..errors import RagloomError, SourceNotFoundError
 from ..ingest.runner import IngestProgress
+from ..paths import PathPolicy
 from ..types import IngestReport
 from .errors import error_body
 from .schemas import IngestJobModel, report_model
@@ -41,6 +43,15 @@ class _JobProgress(IngestProgress):
         self.job.chunks_embedded += chunks
 
 
+@dataclass
+class _Work:
+    job: IngestJobModel
+    paths: list[str]
+    remove: list[str]
+    glob: list[str] | None
+    policy: PathPolicy | None
+
+
 class IngestJobs:
     """A queue of ingests for one service; ``submit`` returns at once, ``wait`` blocks."""
 
@@ -50,22 +61,24 @@ class IngestJobs:
         self._jobs: OrderedDict[str, IngestJobModel] = OrderedDict()
         self._done: dict[str, threading.Event] = {}
         self._reports: dict[str, IngestReport] = {}
-        self._queue: queue.Queue[tuple[IngestJobModel, list[str], list[str], list[str] | None] | None] = queue.Queue()
+        self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name="ragloom-ingest", daemon=True)
         self._thread.start()
 
     def submit(
         self, paths: Sequence[str], *, origin: str, glob: Sequence[str] | None = None, remove: Sequence[str] = (),
+        policy: PathPolicy | None = None,
     ) -> IngestJobModel:
-        """Queue an ingest of ``paths`` (after removing the sources ``remove``)."""
+        """Queue an ingest of ``paths`` (after removing the sources ``remove``); with a ``policy``,
+        each file is checked against its roots again when the job opens it."""
         job = IngestJobModel(id=uuid.uuid4().hex[:12], state="queued", origin=origin,
                              paths=list(paths), remove=list(remove), created_at=time.time())
         with self._lock:
             self._jobs[job.id] = job
             self._done[job.id] = threading.Event()
             self._forget_old()
-        self._queue.put((job, list(paths), list(remove), list(glob) if glob else None))
+        self._queue.put(_Work(job, list(paths), list(remove), list(glob) if glob else None, policy))
         return job
 
     def get(self, job_id: str) -> IngestJobModel | None:
@@ -106,22 +119,22 @@ class IngestJobs:
 
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            work = self._queue.get()
+            if work is None:
                 return
-            job, paths, remove, glob = item
+            job = work.job
             job.state, job.started_at = "running", time.time()
             report: IngestReport | None = None
             try:
                 with self.service.writing() as index:
                     report = IngestReport()
-                    for path in remove:
+                    for path in work.remove:
                         try:
                             report.removed.extend(index.remove(path))
                         except SourceNotFoundError:
                             pass
-                    if paths:
-                        done = index.ingest(paths, glob=glob, progress=_JobProgress(job))
+                    if work.paths:
+                        done = index.ingest(work.paths, glob=work.glob, progress=_JobProgress(job), policy=work.policy)
                         done.removed[:0] = report.removed
                         report = done
                 job.report = report_model(report)

@@ -8,10 +8,13 @@ as well as its JSON text. Each source is a resource, ``ragloom://source/{id}``. 
 from __future__ import annotations
 
 import hmac
+import inspect
+import logging
+import typing
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, Strict
 
 from ..config import Config
 from ..errors import RagloomError
@@ -19,18 +22,24 @@ from ..optional import require
 from .errors import classify
 from .schemas import (
     AnswerModel,
+    AskRequest,
     ContextModel,
+    ContextRequest,
+    IngestPathsRequest,
     IngestReportModel,
+    SearchRequest,
     SearchResponse,
     SourceModel,
     answer_model,
     report_model,
     source_model,
 )
-from .security import configured_key, presented_key, resolve_inside
+from .security import accept_paths, allowed_paths, configured_key, presented_key
 from .service import IndexService
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("ragloom.mcp")
 SOURCE_URI = "ragloom://source/{source_id}"
 
 
@@ -77,16 +86,17 @@ def build_mcp(service: IndexService, config: Config) -> Any:
     def guarded(fn: Callable[[], T]) -> T:
         try:
             return fn()
-        except RagloomError as exc:
-            raise ToolError(f"{classify(exc)[1]}: {exc}") from exc
+        except Exception as exc:  # the client reads why, under the same code the HTTP API answers with
+            status, code, message = classify(exc)
+            if status >= 500 and not isinstance(exc, RagloomError):
+                log.error("MCP tool failed", exc_info=exc)
+            raise ToolError(f"{code}: {message}") from exc
 
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
     @server.tool(annotations=read_only)
-    def search(
-        query: str, k: int | None = None, where: dict[str, Any] | None = None,
-        mode: str | None = None, explain: bool = False,
-    ) -> SearchResult:
+    @takes(SearchRequest)
+    def search(**arguments: Any) -> SearchResult:
         """Find the passages of the user's documents that best match a query, best first.
 
         `k` passages (default: the index's search.k); `where` filters on metadata, e.g.
@@ -94,7 +104,9 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         `mode` is a search preset: hybrid (default), dense (meaning), lexical (exact words, BM25)
         or one the server's config defines; `explain` adds the query plan and each step's trace.
         """
-        result = guarded(lambda: service.search(query, k, where=where, mode=mode, explain=explain))
+        body = SearchRequest(**arguments)
+        result = guarded(lambda: service.search(body.query, body.k, where=body.where, mode=body.mode,
+                                                explain=body.explain))
         refs = {hit.source_id: SourceRef(id=hit.source_id, path=hit.source, uri=source_uri(hit.source_id))
                 for hit in result.hits}
         return SearchResult(**result.model_dump(), sources=list(refs.values()))
@@ -105,10 +117,8 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         return list(unique.values())
 
     @server.tool(annotations=read_only)
-    def ask(
-        question: str, strategy: str | None = None, k: int | None = None, budget: int | None = None,
-        where: dict[str, Any] | None = None, mode: str | None = None,
-    ) -> AskResult:
+    @takes(AskRequest, omit=("stream",))
+    def ask(**arguments: Any) -> AskResult:
         """Answer a question from the user's documents, citing passages as [n].
 
         `citations` lists each cited passage (number, source, chunk_id, section, page, text).
@@ -116,19 +126,20 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         (the server's LLM); default: the server's answer.strategy. `k` passages retrieved,
         `budget` tokens of context, `where` and `mode` as for search.
         """
-        answer = guarded(lambda: service.ask(question, strategy=strategy, k=k, budget=budget, where=where,
-                                             mode=mode))
-        model = answer_model(answer, service.highlighter(question))
+        body = AskRequest(**arguments)
+        answer = guarded(lambda: service.ask(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
+                                             where=body.where, mode=body.mode))
+        model = answer_model(answer, service.highlighter(body.question))
         return AskResult(**model.model_dump(), sources=refs(model.citations))
 
     @server.tool(annotations=read_only)
-    def get_context(
-        question: str, budget: int | None = None, k: int | None = None, where: dict[str, Any] | None = None,
-        mode: str | None = None,
-    ) -> ContextResult:
+    @takes(ContextRequest)
+    def get_context(**arguments: Any) -> ContextResult:
         """The numbered passages (with source, section, page, score) an LLM would be given to answer
         `question`, within `budget` tokens; `rendered` is that context as text, ready for a prompt."""
-        model = guarded(lambda: service.context(question, budget=budget, k=k, where=where, mode=mode))
+        body = ContextRequest(**arguments)
+        model = guarded(lambda: service.context(body.question, budget=body.budget, k=body.k, where=body.where,
+                                                mode=body.mode))
         rendered = "\n\n".join(f"{p.header}\n{p.text}" for p in model.passages)
         return ContextResult(**model.model_dump(), rendered=rendered, sources=refs(model.passages))
 
@@ -151,20 +162,47 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         return "\n".join(parts)
 
     if config.server.mcp.ingest:
+        policy, settings = allowed_paths(config.server), config.ingest
+
         @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True))
-        def ingest(paths: list[str]) -> IngestReportModel:  # type: ignore[valid-type]
+        @takes(IngestPathsRequest)
+        def ingest(**arguments: Any) -> IngestReportModel:  # type: ignore[valid-type]
             """Index files and folders (absolute paths inside the server's allowed roots).
 
             Unchanged files are skipped, changed ones replaced, files gone from a folder removed.
             """
+            body = IngestPathsRequest(**arguments)
+
             def run() -> Any:
-                resolved = [resolve_inside(p, config.server.allowed_roots) for p in paths]
+                accepted = accept_paths(policy, body.paths, body.glob or settings.glob, settings.exclude)
                 with service.writing(wait=0) as index:
-                    return report_model(index.ingest([str(p) for p in resolved]))
+                    return report_model(index.ingest(accepted, glob=body.glob, policy=policy))
 
             return guarded(run)
 
     return server
+
+
+def takes(model: type[BaseModel], *, omit: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Give a tool the fields of an HTTP request model as its parameters: the same names, types,
+    bounds, strictness and descriptions, so both doors accept exactly the same requests (the SDK
+    checks them against the tool's input schema before the tool runs)."""
+    strict = [Strict()] if model.model_config.get("strict") else []
+
+    def apply(fn: F) -> F:
+        parameters = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if info.is_required() else info.default,
+                annotation=Annotated[(info.annotation, *strict, *info.metadata, Field(description=info.description))],
+            )
+            for name, info in model.model_fields.items() if name not in omit
+        ]
+        returns = typing.get_type_hints(fn)["return"]
+        fn.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+        return fn
+
+    return apply
 
 
 def run_mcp(config: Config, *, transport: str, host: str, port: int) -> None:

@@ -11,12 +11,31 @@ import dataclasses
 import hashlib
 import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    create_model,
+    with_config,
+)
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypedDict
 
 from .. import registry
 from ..context import Context, Passage
+from ..errors import FilterError
+from ..filters import parse_where
 from ..retrieve.base import QueryPlan, StageTrace
 from ..stores.base import AuditEntry
 from ..types import Answer, AnswerSentence, AnswerStep, Citation, FileFailure, Hit, IndexStats, IngestReport, SourceRecord
@@ -150,12 +169,63 @@ def report_model(report: IngestReport) -> BaseModel:
 
 
 # -- requests -------------------------------------------------------------------------------------
+# The HTTP API and the MCP tools take these same models (``mcp.takes``). Strict: a boolean is
+# only true or false and a count only an integer (``"k": true`` is not k=1); unknown keys are refused.
+STRICT_REQUEST = ConfigDict(extra="forbid", strict=True)
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON Schema counts 200.0 as an integer (and generated clients may send it so); strict pydantic would not."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer or null: also 200.0, never true, "3" or 1.5.
+OptionalInt = Annotated[int | None, BeforeValidator(_whole_number)]
+
+# The metadata filter language (ragloom.filters) as a type, so the OpenAPI document and the MCP
+# tools' input schemas state it exactly and a request is checked against it before it runs.
+FilterValue = StrictStr | StrictBool | StrictInt | StrictFloat
+_Ordered = StrictStr | StrictInt | StrictFloat
+FilterOperators = with_config(ConfigDict(extra="forbid"))(TypedDict("FilterOperators", {
+    "$eq": FilterValue, "$ne": FilterValue, "$in": Annotated[list[FilterValue], Field(min_length=1)],
+    "$lt": _Ordered, "$lte": _Ordered, "$gt": _Ordered, "$gte": _Ordered,
+}, total=False))
+
+
+def _some_operator(operators: Any) -> Any:
+    if not operators:
+        raise ValueError("give at least one operator")
+    return operators
+
+
+def _one_filter_error(value: Any, check: ValidatorFunctionWrapHandler) -> Any:
+    """One error that says what is wrong with the filter, under the code the filter's own checks use."""
+    try:
+        return check(value)
+    except ValidationError:
+        problem = "values are strings, numbers, true or false; $in takes a non-empty list of them"
+        try:
+            parse_where(value)
+        except FilterError as exc:
+            problem = str(exc)
+        except (AttributeError, TypeError):
+            problem = 'the filter is an object, e.g. {"page": {"$gte": 2}}'
+        raise PydanticCustomError("invalid_filter", "{problem}", {"problem": problem}) from None
+
+
+Filter = Annotated[
+    dict[Annotated[str, Field(min_length=1)],
+         FilterValue | Annotated[FilterOperators, AfterValidator(_some_operator), Field(json_schema_extra={"minProperties": 1})]],
+    WrapValidator(_one_filter_error),
+]
+
+
 class SearchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     query: str = Field(..., min_length=1, description="what to look for, in plain words")
-    k: int | None = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
-    where: dict[str, Any] | None = Field(
+    k: OptionalInt = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
+    where: Filter | None = Field(
         None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
     )
     mode: str | None = Field(
@@ -178,12 +248,12 @@ class SearchResponse(BaseModel):
 
 
 class ContextRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     question: str = Field(..., min_length=1, description="the question the context is for")
-    budget: int | None = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
-    k: int | None = Field(None, ge=1, le=100, description="passages retrieved; None = answer.k")
-    where: dict[str, Any] | None = Field(None, description="metadata filter, as for /v1/search")
+    budget: OptionalInt = Field(None, ge=16, description="token budget of the whole context; None = answer.budget")
+    k: OptionalInt = Field(None, ge=1, le=100, description="passages retrieved; None = answer.k")
+    where: Filter | None = Field(None, description="metadata filter, as for /v1/search")
     mode: str | None = Field(None, description="search preset used to retrieve; None = answer.mode or search's")
 
 
@@ -199,7 +269,7 @@ class AskRequest(ContextRequest):
 
 
 class IngestPathsRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT_REQUEST
 
     paths: list[str] = Field(..., min_length=1, description="files and folders inside server.allowed_roots")
     glob: list[str] | None = Field(None, description="only files of a folder matching these patterns")

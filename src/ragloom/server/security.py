@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hmac
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import ServerConfig
 from ..ingest.files import walk
+from ..paths import PathError, PathPolicy
 from .errors import ApiError
 
 API_KEY_ENV = "RAGLOOM_API_KEY"
@@ -43,31 +44,29 @@ def check_key(expected: str | None, presented: str | None, *, write: bool) -> No
         raise ApiError(401, "unauthorized", "the API key is wrong")
 
 
-def resolve_inside(raw: str, roots: Sequence[str]) -> Path:
-    """``raw`` resolved (symlinks and ``..`` followed), or ApiError when it is outside every root."""
-    if not roots:
-        raise ApiError(403, "path_not_allowed",
-                       "ingest by path is off: list the folders it may read in server.allowed_roots")
-    resolved_roots = [Path(root).expanduser().resolve() for root in roots]
-    path = Path(raw).expanduser()
-    if not path.is_absolute():
-        raise ApiError(422, "path_not_absolute", f"{raw}: give an absolute path inside one of the allowed roots")
-    resolved = path.resolve()
-    if not _inside(resolved, resolved_roots):
-        raise ApiError(403, "path_not_allowed", f"{raw} is outside the allowed roots ({', '.join(map(str, resolved_roots))})")
-    if not resolved.exists():
-        raise ApiError(404, "path_not_found", f"{raw}: no such file or directory")
-    return resolved
+def allowed_paths(settings: ServerConfig) -> PathPolicy:
+    """What ingest by path may read, through either door (HTTP or MCP)."""
+    return PathPolicy(settings.allowed_roots, what="server.allowed_roots")
 
 
-def check_folder_contents(folder: Path, roots: Sequence[str], glob: Iterable[str], exclude: Iterable[str]) -> None:
-    """Refuse a folder holding a symlink that leads outside the allowed roots."""
-    resolved_roots = [Path(root).expanduser().resolve() for root in roots]
-    for file in walk(folder, list(glob), list(exclude), on_error=lambda path, problem: None):
-        if not _inside(file.resolve(), resolved_roots):
-            raise ApiError(403, "path_not_allowed",
-                           f"{file} links to {file.resolve()}, outside the allowed roots; remove the link or ingest files one by one")
+def accept_paths(policy: PathPolicy, raws: Sequence[str], glob: Sequence[str], exclude: Sequence[str]) -> list[str]:
+    """The paths a request names, resolved inside the roots; PathError (a 4xx) for the first that is not.
+
+    A folder holding a symlink that leads outside the roots is refused whole, so the caller
+    learns at once; the ingest still checks every file again where it opens it.
+    """
+    accepted = [policy.resolve(raw) for raw in raws]
+    for path in accepted:
+        if path.is_dir():
+            _refuse_links_out(path, policy, glob, exclude)
+    return [str(path) for path in accepted]
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
+def _refuse_links_out(folder: Path, policy: PathPolicy, glob: Sequence[str], exclude: Sequence[str]) -> None:
+    def refused(where: str, why: str) -> None:
+        raise PathError("path_not_allowed", f"{where}: {why}; remove the link or ingest files one by one", status=403)
+
+    # Other problems (a symlink loop, an unreadable sub-folder) are the ingest's to report.
+    for _ in walk(folder, list(glob), list(exclude), on_error=lambda where, why: None, policy=policy,
+                  on_refused=refused):
+        pass

@@ -95,7 +95,8 @@ class IndexService:
                 notes.append("the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
                 result = None
             else:
-                result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
+                with mode_available(mode):
+                    result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
         terms = query_terms(query)
         hits: list[Hit] = result.hits if result is not None else []
         response = SearchResponse(
@@ -116,7 +117,8 @@ class IndexService:
         """The numbered, budgeted context for ``question`` as its response model (``ContextModel``)."""
         self._check_length(question)
         with self.reader() as index:
-            context = index.context(question, budget=budget, k=k, where=where, mode=mode)
+            with mode_available(mode):
+                context = index.context(question, budget=budget, k=k, where=where, mode=mode)
         return context_model(context, self.highlighter(question))
 
     def ask_stream(
@@ -142,7 +144,7 @@ class IndexService:
                 raise LLMUnavailableError(str(exc)) from exc
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
             empty = index.store.count() == 0
-            with guard:
+            with guard, mode_available(mode):
                 for piece in index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
                                               mode=mode):
                     if isinstance(piece, Answer) and empty:  # said per answer, not through warnings.warn
@@ -215,6 +217,18 @@ class IndexService:
             return index.remove(record.path)
 
 
+@contextmanager
+def mode_available(mode: str | None) -> Iterator[None]:
+    """A preset the request asked for that this server cannot run (it needs an LLM the server has
+    not): 503, the server's lack, not 500, a fault."""
+    try:
+        yield
+    except ConfigError as exc:
+        if mode is None or isinstance(exc, LLMUnavailableError):
+            raise
+        raise ModeUnavailableError(f"the search preset {mode!r} cannot run on this server: {exc}") from exc
+
+
 def _reload_lexical(index: Index) -> None:
     """Show a reader the writer's last BM25 commit now. The embedded store's tantivy readers
     reload on their own only after a delay (about half a second), so a search right after an
@@ -247,3 +261,9 @@ class LLMUnavailableError(ConfigError):
     """The answer strategy asked for needs an LLM, and the server's config has none usable."""
 
     status, code = 503, "llm_unavailable"
+
+
+class ModeUnavailableError(ConfigError):
+    """The search preset asked for needs something (an LLM) the server's config has not."""
+
+    status, code = 503, "mode_unavailable"

@@ -4,6 +4,9 @@ A batch lists paths that changed; each is looked at once, when the batch is appl
 path that exists is (re)ingested (unchanged content costs a hash, nothing more), a path
 that is gone is removed from the index with everything under it. A rename is the old path
 gone and the new one present; an editor's save-by-rename ends up as one update.
+
+A watched folder is a door like the API's: its ingests read only inside the watched folders
+(a symlink leading out is refused where the file is opened, and reported).
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import TYPE_CHECKING
 from ..config import Config
 from ..errors import RagloomError, SourceNotFoundError
 from ..index import Index
-from ..ingest.files import is_selected
+from ..ingest.files import is_selected, source_id
 from ..ingest.loaders import is_supported
 from ..optional import require
+from ..paths import PathPolicy
 from ..types import IngestReport
 
 if TYPE_CHECKING:
@@ -35,6 +39,8 @@ class Batch:
 
     ingest: list[str] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
+    #: The folders its files must lie in (the watched ones), checked where each file is opened.
+    policy: PathPolicy | None = None
 
     def __bool__(self) -> bool:
         return bool(self.ingest or self.remove)
@@ -55,6 +61,7 @@ class FolderWatcher:
         for folder in self.folders:
             if not folder.is_dir():
                 raise SourceNotFoundError(str(folder))
+        self.policy = PathPolicy(self.folders, what="the watched folders")
         self.config = config
         self.apply = apply
         self.ignore = [Path(p).expanduser().resolve() for p in ignore]
@@ -65,9 +72,9 @@ class FolderWatcher:
 
     def batch_for(self, changed: Iterable[str]) -> Batch:
         """Sort changed paths into files to ingest and paths to remove, as they are now."""
-        batch = Batch()
+        batch = Batch(policy=self.policy)
         for raw in sorted(set(changed)):
-            path = Path(raw).resolve()
+            path = Path(source_id(raw))  # a symlink keeps its own name: where it leads is checked when it is read
             root = self._root_of(path)
             if root is None:
                 continue
@@ -101,7 +108,7 @@ class FolderWatcher:
         for changes in changes_seen:
             if not self.ready.is_set():
                 # The first yield comes once the folders are watched: catching up now misses nothing.
-                self._apply(Batch(ingest=[str(f) for f in self.folders]) if initial else Batch())
+                self._apply(Batch(ingest=[str(f) for f in self.folders], policy=self.policy) if initial else Batch())
                 self.ready.set()
                 continue
             self._apply(self.batch_for(path for _, path in changes))
@@ -137,7 +144,7 @@ def apply_to_index(index: Index) -> Apply:
                 removed.extend(index.remove(path))
             except SourceNotFoundError:
                 pass
-        report = index.ingest(batch.ingest) if batch.ingest else IngestReport()
+        report = index.ingest(batch.ingest, policy=batch.policy) if batch.ingest else IngestReport()
         report.removed[:0] = removed
         return report
 
@@ -148,7 +155,7 @@ def apply_through_jobs(jobs: IngestJobs) -> Apply:
     """Apply batches as ingest jobs of a running server, so they queue behind API ingests."""
 
     def apply(batch: Batch) -> IngestReport:
-        job = jobs.wait(jobs.submit(batch.ingest, origin="watch", remove=batch.remove).id)
+        job = jobs.wait(jobs.submit(batch.ingest, origin="watch", remove=batch.remove, policy=batch.policy).id)
         if job is None or job.state != "done":
             message = job.error.message if job is not None and job.error else "the ingest job did not finish"
             raise RagloomError(message)

@@ -158,7 +158,7 @@ def test_limits_and_errors_are_json_with_stable_codes(served):
         assert response.status_code >= 400, code
         assert response.json()["error"]["code"] == code, (code, response.text)
         assert response.json()["error"]["message"] and "Traceback" not in response.text
-    assert broken_json.status_code == 422 and broken_json.json()["error"]["code"] == "invalid_request"
+    assert broken_json.status_code == 400 and broken_json.json()["error"]["code"] == "invalid_body"
 
 
 def test_body_and_upload_size_limits(tmp_path, sample_docs):
@@ -213,6 +213,9 @@ def test_cors_is_off_unless_origins_are_configured(served, tmp_path):
         assert allowed.headers["access-control-allow-origin"] == "http://app.example"
         refused = client.options("/v1/search", headers=preflight)
         assert "access-control-allow-origin" not in refused.headers
+        # Refused in the same JSON shape as every other error.
+        assert refused.status_code == 400 and refused.json()["error"]["code"] == "cors_refused"
+        assert "origin" in refused.json()["error"]["message"]
 
 
 def test_metrics_are_prometheus_text(served):

@@ -6,6 +6,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -18,6 +20,23 @@ from ragloom.server.watch import FolderWatcher, apply_to_index  # noqa: E402
 from server_helpers import free_port, subprocess_env, wait_until  # noqa: E402
 
 
+@contextmanager
+def watching(folder: Path, config: Config, index: Index) -> Iterator[list]:
+    """A watcher of ``folder`` applying its batches to ``index``, caught up; yields the
+    (batch, report, error) of every batch, and stops it on exit."""
+    batches: list = []
+    watcher = FolderWatcher([folder], config, apply_to_index(index), ignore=[index.path],
+                            on_batch=lambda batch, report, error: batches.append((batch, report, error)))
+    thread = watcher.start()
+    try:
+        assert watcher.ready.wait(120)
+        yield batches
+    finally:
+        watcher.stop()
+        thread.join(30)
+    assert not thread.is_alive()
+
+
 def test_watcher_follows_edits_adds_renames_and_deletes(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -25,47 +44,37 @@ def test_watcher_follows_edits_adds_renames_and_deletes(tmp_path):
     (docs / "b.txt").write_text("Bananas ripen after picking.\n")
     (docs / "skip.bin").write_bytes(b"\x00\x01")
     config = Config.from_dict({"index": str(tmp_path / "index"), "watch": {"debounce_ms": 300}})
-    batches: list = []
-    with Index.open(config.index, config) as writer:
-        watcher = FolderWatcher([docs], config, apply_to_index(writer), ignore=[writer.path],
-                                on_batch=lambda batch, report, error: batches.append((batch, report, error)))
-        thread = watcher.start()
-        try:
-            assert watcher.ready.wait(120)
-            with Index.open(config.index, config) as reader:
-                def sources() -> set[str]:
-                    return {Path(s.path).relative_to(docs).as_posix() for s in reader.sources()}
+    with Index.open(config.index, config) as writer, watching(docs, config, writer) as batches:
+        with Index.open(config.index, config) as reader:
+            def sources() -> set[str]:
+                return {Path(s.path).relative_to(docs).as_posix() for s in reader.sources()}
 
-                def top_source(query: str) -> str | None:
-                    hits = reader.search(query, 1, mode="lexical")
-                    return Path(hits[0].source).relative_to(docs).as_posix() if hits else None
+            def top_source(query: str) -> str | None:
+                hits = reader.search(query, 1, mode="lexical")
+                return Path(hits[0].source).relative_to(docs).as_posix() if hits else None
 
-                wait_until(lambda: sources() == {"a.md", "b.txt"})
+            wait_until(lambda: sources() == {"a.md", "b.txt"})
 
-                (docs / "a.md").write_text("# Alpha\n\nZucchini grow in orchards now.\n")  # edit
-                wait_until(lambda: top_source("zucchini") == "a.md")
+            (docs / "a.md").write_text("# Alpha\n\nZucchini grow in orchards now.\n")  # edit
+            wait_until(lambda: top_source("zucchini") == "a.md")
 
-                (docs / "c.md").write_text("# Quokka\n\nQuokkas live on Rottnest Island.\n")  # add
-                wait_until(lambda: top_source("quokka rottnest") == "c.md")
+            (docs / "c.md").write_text("# Quokka\n\nQuokkas live on Rottnest Island.\n")  # add
+            wait_until(lambda: top_source("quokka rottnest") == "c.md")
 
-                (docs / "c.md").rename(docs / "d.md")  # rename
-                wait_until(lambda: sources() == {"a.md", "b.txt", "d.md"})
-                wait_until(lambda: top_source("quokka rottnest") == "d.md")
+            (docs / "c.md").rename(docs / "d.md")  # rename
+            wait_until(lambda: sources() == {"a.md", "b.txt", "d.md"})
+            wait_until(lambda: top_source("quokka rottnest") == "d.md")
 
-                (docs / "b.txt").unlink()  # delete
-                wait_until(lambda: sources() == {"a.md", "d.md"})
-                wait_until(lambda: top_source("bananas") is None)
+            (docs / "b.txt").unlink()  # delete
+            wait_until(lambda: sources() == {"a.md", "d.md"})
+            wait_until(lambda: top_source("bananas") is None)
 
-                sub = docs / "notes"
-                sub.mkdir()
-                (sub / "e.md").write_text("# Echidna\n\nEchidnas lay eggs.\n")  # a new folder
-                wait_until(lambda: "notes/e.md" in sources())
-                sub.rename(docs / "archive")  # a renamed folder
-                wait_until(lambda: sources() == {"a.md", "d.md", "archive/e.md"})
-        finally:
-            watcher.stop()
-            thread.join(30)
-    assert not thread.is_alive()
+            sub = docs / "notes"
+            sub.mkdir()
+            (sub / "e.md").write_text("# Echidna\n\nEchidnas lay eggs.\n")  # a new folder
+            wait_until(lambda: "notes/e.md" in sources())
+            sub.rename(docs / "archive")  # a renamed folder
+            wait_until(lambda: sources() == {"a.md", "d.md", "archive/e.md"})
     assert all(error is None for _, _, error in batches)
     assert not any("skip.bin" in path for batch, _, _ in batches for path in batch.ingest)
 
@@ -133,3 +142,21 @@ def test_watch_command_reports_each_batch_and_stops_on_ctrl_c(tmp_path):
     assert process.returncode == 0 and "Traceback" not in errors, errors
     with Index.open(tmp_path / "index", create=False) as index:
         assert [Path(s.path).name for s in index.sources()] == ["two.md"]
+
+
+def test_a_watched_folder_reads_nothing_outside_itself(tmp_path):
+    docs, outside = tmp_path / "docs", tmp_path / "outside"
+    docs.mkdir()
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Payroll\n\nThe payroll password is hunter-zebra-42.\n")
+    (docs / "leak.md").symlink_to(outside / "secret.md")  # there from the start: the catch-up ingest meets it
+    (docs / "note.md").write_text("# Note\n\nOtters hold hands while sleeping.\n")
+    config = Config.from_dict({"index": str(tmp_path / "index"), "watch": {"debounce_ms": 300}})
+    with Index.open(config.index, config) as writer:
+        with watching(docs, config, writer) as batches:
+            (docs / "late.md").symlink_to(outside / "secret.md")  # and one made while it watches
+            wait_until(lambda: any(str(docs / "late.md") in batch.ingest for batch, _, _ in batches))
+        sources = {Path(s.path).name for s in writer.sources()}
+    assert sources == {"note.md"}
+    refused = {Path(f.path).name: f.error for _, report, _ in batches for f in report.failed}
+    assert set(refused) == {"leak.md", "late.md"} and all(e.startswith("refused:") for e in refused.values())

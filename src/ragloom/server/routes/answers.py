@@ -14,13 +14,12 @@ from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 from ...types import Answer
 from ..app import ServerState
 from ..errors import error_body
-from ..schemas import AnswerModel, AskRequest, ErrorResponse, ContextModel, ContextRequest, answer_model
-from . import ERRORS, Reader
+from ..schemas import AnswerModel, AskRequest, ContextModel, ContextRequest, answer_model
+from . import BODY_ERRORS, JsonBodyRoute, Reader
 
-router = APIRouter(prefix="/v1", tags=["answers"])
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["answers"])
 _END = object()
 
-_LLM_DOWN = {503: {"model": ErrorResponse, "description": "the strategy needs an LLM the server cannot use"}}
 _STREAM_DOC = {
     200: {
         "description": "With `stream: false`, the Answer. With `stream: true`, a text/event-stream: `token` events "
@@ -31,7 +30,7 @@ _STREAM_DOC = {
 }
 
 
-@router.post("/context", response_model=ContextModel, responses=ERRORS)  # type: ignore[valid-type]
+@router.post("/context", response_model=ContextModel, responses=BODY_ERRORS)  # type: ignore[valid-type]
 async def context(body: ContextRequest, state: Reader) -> Any:
     """The numbered passages an LLM would be given for a question, within a token budget, each
     with its source, section, page and score, and the token count of the whole."""
@@ -39,7 +38,7 @@ async def context(body: ContextRequest, state: Reader) -> Any:
                            mode=body.mode)
 
 
-@router.post("/ask", response_model=AnswerModel, responses={**ERRORS, **_LLM_DOWN, **_STREAM_DOC})  # type: ignore[valid-type]
+@router.post("/ask", response_model=AnswerModel, responses={**BODY_ERRORS, **_STREAM_DOC})  # type: ignore[valid-type]
 async def ask(body: AskRequest, state: Reader) -> Any:
     """Answer a question from the index, citing the passages as [n]. Extractive answers need no
     LLM; the others use the server's LLM, one answer at a time."""

@@ -14,16 +14,19 @@ from starlette.datastructures import UploadFile
 from ...ingest.loaders import is_supported, supported_extensions
 from ..errors import ApiError
 from ..schemas import IngestJobModel, IngestPathsRequest
-from ..security import check_folder_contents, resolve_inside
-from . import ERRORS, Reader, Writer
+from ..security import accept_paths
+from . import BODY_ERRORS, ERRORS, Reader, Writer, require_json
 
 router = APIRouter(prefix="/v1", tags=["ingest"])
 
+# The paths are absolute: what the path policy asks of them first.
+_PATHS_SCHEMA = IngestPathsRequest.model_json_schema()
+_PATHS_SCHEMA["properties"]["paths"]["items"]["pattern"] = "^/"
 _BODY_DOC = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": IngestPathsRequest.model_json_schema()},
+            "application/json": {"schema": _PATHS_SCHEMA},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
@@ -38,7 +41,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _COPY_CHUNK = 1 << 20
 
 
-@router.post("/ingest", status_code=202, response_model=IngestJobModel, responses=ERRORS, openapi_extra=_BODY_DOC)
+@router.post("/ingest", status_code=202, response_model=IngestJobModel, responses=BODY_ERRORS, openapi_extra=_BODY_DOC)
 async def ingest(request: Request, response: Response, state: Writer) -> IngestJobModel:
     """Start an ingest in the background; poll GET /v1/ingest/{id} for its progress and report.
 
@@ -48,20 +51,17 @@ async def ingest(request: Request, response: Response, state: Writer) -> IngestJ
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         paths = await _save_uploads(request, state)
-        job = state.jobs.submit([str(p) for p in paths], origin="upload")
+        job = state.jobs.submit([str(p) for p in paths], origin="upload", policy=state.uploads)
     else:
+        require_json(content_type, ", or files as multipart/form-data")
         try:
             body = IngestPathsRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
             raise ApiError(422, "invalid_request", problems) from None
-        settings, ingest_settings = state.config.server, state.config.ingest
-        resolved = [resolve_inside(raw, settings.allowed_roots) for raw in body.paths]
-        for path in resolved:
-            if path.is_dir():
-                await state.run(check_folder_contents, path, settings.allowed_roots,
-                                body.glob or ingest_settings.glob, ingest_settings.exclude)
-        job = state.jobs.submit([str(p) for p in resolved], origin="api", glob=body.glob)
+        settings = state.config.ingest
+        accepted = await state.run(accept_paths, state.paths, body.paths, body.glob or settings.glob, settings.exclude)
+        job = state.jobs.submit(accepted, origin="api", glob=body.glob, policy=state.paths)
     response.headers["Location"] = f"/v1/ingest/{job.id}"
     return job
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ..schemas import SearchRequest, SearchResponse
-from . import ERRORS, Reader
+from . import BODY_ERRORS, JsonBodyRoute, Reader
 
-router = APIRouter(prefix="/v1", tags=["search"])
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["search"])
 
 
-@router.post("/search", response_model=SearchResponse, responses=ERRORS)
+@router.post("/search", response_model=SearchResponse, responses=BODY_ERRORS)
 async def search(body: SearchRequest, state: Reader) -> SearchResponse:
     """The passages that best match a query, best first, with sources and matched-term spans;
     with ``explain``, also the query plan and each pipeline step's trace."""

@@ -29,7 +29,7 @@ async def audit(state: Reader, last: int = Query(10, ge=1, le=1000, description=
     return [AuditEntryModel.model_validate(entry) for entry in entries]
 
 
-@router.get("/healthz", response_model=HealthResponse)
+@router.get("/healthz", response_model=HealthResponse, openapi_extra={"security": []})
 async def healthz() -> HealthResponse:
     """Liveness: answers while the process serves requests (no key needed)."""
     from ..app import package_version
@@ -37,7 +37,7 @@ async def healthz() -> HealthResponse:
     return HealthResponse(version=package_version())
 
 
-@router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})
+@router.get("/metrics", response_class=Response, responses={**ERRORS, 200: {"content": {CONTENT_TYPE: {}}}})
 async def metrics(state: Reader) -> Response:
     """Prometheus text format: requests, latencies, searches, ingest jobs, embedding cache hits, index size."""
     body = await state.run(state.metrics.render)
