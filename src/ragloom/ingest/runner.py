@@ -151,8 +151,8 @@ class IngestRunner:
         del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunkers.for_path(file)
-        policy = chunker.policy + enrichment_policy(settings.enrich)
-        if existing and existing.content_hash == digest and existing.policy == policy:
+        chunk_policy = chunker.policy + enrichment_policy(settings.enrich)
+        if existing and existing.content_hash == digest and existing.policy == chunk_policy:
             report.unchanged.append(source)
             return None
         try:
@@ -171,7 +171,7 @@ class IngestRunner:
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
-            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=policy,
+            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=chunk_policy,
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 
