@@ -213,7 +213,7 @@ class UnderstandConfig(Section):
         },
         description="name:value operators and the filter each becomes",
     )
-    phrases: bool = Field(True, description='"quoted phrase" must appear in every hit')
+    phrases: bool = Field(True, description='"quoted phrase": hits holding it rank first; +"phrase": must appear in every hit')
     identifier_alpha: float | None = Field(
         0.5, ge=0.0, le=1.0,
         description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
