@@ -180,7 +180,8 @@ class Index:
         if strategy not in self._chunkers:
             embedder = self.embedder
             chunker = create_chunker(
-                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
+                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets,
+                embedder.max_input_tokens, embedder.model_id,
             )
             if hasattr(chunker, "bind"):  # model-driven chunkers (semantic, agentic, proposition)
                 from .ingest.chunkers._services import ChunkerServices
@@ -303,7 +304,6 @@ class Index:
             return None
         digest = hashlib.sha256(content.data).hexdigest()
         mtime, size = content.mtime, content.size
-        del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
@@ -312,7 +312,7 @@ class Index:
             return None
         enrich = self.config.ingest.enrich
         try:
-            result = load_file(file, source)
+            result = load_file(file, source, content.data)  # the bytes hashed, not the file as it is now
             chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))

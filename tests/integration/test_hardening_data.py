@@ -114,3 +114,138 @@ def test_every_cross_encoder_use_cuts_a_long_query(science):
     assert model.score_pairs([(query, passage)])[0] == pytest.approx(scores[0], abs=1e-4)
     cut = model.fit_query(query)
     assert query.startswith(cut) and len(cut) < len(query) and model.fit_query("short") == "short"
+
+
+# --- item 9: a file replaced while it is ingested is stored as one version -------------------------
+
+#: Files flipped between two versions during the ingests.
+FLIPPED = 60
+
+#: Another process saving files the way editors and sync tools do: write aside, rename over.
+FLIPPER = """
+import os, sys
+spare, folder, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+versions = [[open(os.path.join(spare, f"{i}.{v}"), "rb").read() for v in "ab"] for i in range(count)]
+for turn in range(20_000_000):  # bounded; the test kills it when its ingests are done
+    i = turn % count
+    scratch = os.path.join(folder, f".{i}.tmp")
+    with open(scratch, "wb") as handle:
+        handle.write(versions[i][(turn // count) % 2])
+    os.replace(scratch, os.path.join(folder, f"{i}.md"))
+    if turn == count:
+        print("flipping", flush=True)
+"""
+
+
+def _versions(i: int) -> tuple[bytes, bytes]:
+    body = "Field notes on calibration, sensors and their drift over a long season of measurements. " * 6
+    return (f"# Note {i}\n\nVersion alpha{i} says the sensor is fine. {body}\n".encode(),
+            f"# Note {i}\n\nVersion bravo{i} says the sensor drifted badly. {body}\n".encode())
+
+
+def _mismatched(index: Index, versions: dict[str, tuple[bytes, bytes]]) -> list[str]:
+    """Sources whose stored hash names one version while their stored text is another's."""
+    texts: dict[str, str] = {}
+    for chunk in index.store.iter_chunks():
+        texts[chunk.source] = texts.get(chunk.source, "") + chunk.text
+    wrong = []
+    for record in index.store.list_sources():
+        name = Path(record.path).stem
+        alpha, bravo = versions[name]
+        marker = {_sha(alpha): f"alpha{name} ", _sha(bravo): f"bravo{name} "}.get(record.content_hash)
+        if marker is None or marker not in texts[record.path]:
+            wrong.append(record.path)
+    return wrong
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_files_replaced_during_an_ingest_are_stored_as_one_version(tmp_path, embedder):
+    docs, spare = tmp_path / "docs", tmp_path / "versions"
+    docs.mkdir()
+    spare.mkdir()
+    versions = {str(i): _versions(i) for i in range(FLIPPED)}
+    for name, (alpha, bravo) in versions.items():
+        (docs / f"{name}.md").write_bytes(alpha)
+        (spare / f"{name}.a").write_bytes(alpha)
+        (spare / f"{name}.b").write_bytes(bravo)
+    config = Config.from_dict({"index": str(tmp_path / "ix")})
+    with Index.open(config.index, config, embedder=embedder) as index:
+        flipper = subprocess.Popen([sys.executable, "-c", FLIPPER, str(spare), str(docs), str(FLIPPED)],
+                                   stdout=subprocess.PIPE, text=True)
+        mismatched: list[str] = []
+        try:
+            assert flipper.stdout.readline() == "flipping\n"
+            for _ in range(5):
+                report = index.ingest([docs], glob=["*.md"])
+                assert all("changed while being read" in f.error for f in report.failed), report.failed
+                mismatched += _mismatched(index, versions)
+        finally:
+            flipper.kill()
+            flipper.wait()
+        assert mismatched == []
+        index.ingest([docs], glob=["*.md"])  # the files hold still now: every source is the file on disk
+        on_disk = {str(docs / f"{name}.md"): _sha((docs / f"{name}.md").read_bytes()) for name in versions}
+        assert {r.path: r.content_hash for r in index.store.list_sources()} == on_disk
+        assert _mismatched(index, versions) == []
+
+
+# --- item 11: every chunk fits what the embedder reads ---------------------------------------------
+
+def _chunks_of(index: Index, name: str) -> list:
+    return sorted((c for c in index.store.iter_chunks() if c.source.endswith(name)), key=lambda c: c.chunk_index)
+
+
+def test_no_chunk_is_longer_than_the_model_reads(tmp_path, embedder):
+    import base64
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    code = "\n".join(f"value_{i} = compute(value_{i - 1}, step={i})  # line {i}" for i in range(1, 400))
+    code = code.replace("# line 250", "# the zanzibar checkpoint")
+    (docs / "unclosed.md").write_text(f"# Build\n\nThe script:\n\n```python\n{code}\n")  # the fence never closes
+    rows = "\n".join(f"| {i} | sensor-{i} | {i * 0.5:.1f} |" for i in range(600))
+    rows = rows.replace("| sensor-450 |", "| quokka gauge |")
+    (docs / "table.md").write_text(f"# Readings\n\n| id | name | value |\n|---|---|---|\n{rows}\n")
+    (docs / "oneline.txt").write_text("x" * 6_000 + " " + "supercalifragilistic" * 100)
+    image = base64.b64encode(os.urandom(300_000)).decode()
+    (docs / "shot.md").write_text(f"# Screenshot\n\nThe dashboard after login:\n\n![dashboard](data:image/png;base64,{image})\n\n"
+                                  "It shows the pressure gauges.\n")
+    config = Config.from_dict({"index": str(tmp_path / "ix")})
+    with Index.open(config.index, config, embedder=embedder) as index:
+        report = index.ingest([docs])
+        assert report.ok, report.failed
+        chunks = list(index.store.iter_chunks())
+        assert max(embedder.count_tokens(c.text) for c in chunks) <= 510  # bge-small reads 512 with [CLS], [SEP]
+        assert all(c.token_count == embedder.count_tokens(c.text) for c in chunks)
+        # The middle of the file can be found.
+        assert "zanzibar checkpoint" in index.search("zanzibar checkpoint", k=1)[0].text
+        assert "quokka gauge" in index.search("quokka gauge", k=1)[0].text
+        table = _chunks_of(index, "table.md")
+        header = "| id | name | value |\n|---|---|---|\n"
+        assert len(table) > 5 and table[0].text.startswith("# Readings\n\n" + header)
+        assert all(c.text.startswith(header + "| ") for c in table[1:])
+        # The image is not text: one small chunk, the words around it kept.
+        [shot] = _chunks_of(index, "shot.md")
+        assert "pressure gauges" in shot.text and "![dashboard](data:)" in shot.text and shot.token_count < 50
+        assert any("left out 1 embedded data: URI" in w for w in report.warnings)
+
+
+def test_a_chunk_size_above_the_model_limit_is_refused(tmp_path, embedder):
+    from ragloom.errors import ConfigError
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("some text")
+    config = Config.from_dict({"index": str(tmp_path / "ix"), "chunking": {"chunk_size": 10**9}})
+    with Index.open(config.index, config, embedder=embedder) as index:
+        with pytest.raises(ConfigError, match=r"chunk_size is 1000000000 tokens, but onnx:bge-small-en-v1.5 reads "
+                                              r"at most 510 tokens.*set chunking.chunk_size to 510 or less"):
+            index.ingest([docs])
+    result = run("ingest", str(docs), "--index", str(tmp_path / "cli"), cwd=tmp_path,
+                 env={"RAGLOOM_CHUNKING__CHUNK_SIZE": "1000000000"})
+    assert result.returncode != 0 and "at most 510 tokens" in result.stderr and "Traceback" not in result.stderr

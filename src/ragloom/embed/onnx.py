@@ -74,6 +74,8 @@ class OnnxEmbedder(Embedder):
         self.batch_size = batch_size
         self.query_prefix = query_prefix
         self.one_text_per_batch = per_text
+        # The window holds [CLS] and [SEP] besides the text's own tokens.
+        self.max_input_tokens = max_tokens - 2
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:

@@ -104,8 +104,28 @@ def walk(
             yield path
 
 
+#: Reads of a file that keeps changing while it is read, before it is reported instead.
+READ_ATTEMPTS = 3
+
+
 def read_regular_file(path: Path, max_bytes: int) -> FileContent:
-    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else FileRejected."""
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes``; else FileRejected.
+
+    The bytes are one version of the file: a file written to or replaced (renamed over)
+    while it was read is read again, and rejected if it never holds still."""
+    for _ in range(READ_ATTEMPTS):
+        content, before, after = _read_once(path, max_bytes)
+        if before == after:
+            return content
+    raise FileRejected(
+        f"skipped: it changed while being read, {READ_ATTEMPTS} times; its indexed version (if any) is kept — "
+        "ingest again once it is no longer being written"
+    )
+
+
+def _read_once(path: Path, max_bytes: int) -> tuple[FileContent, tuple[int, ...], tuple[int, ...] | None]:
+    """The bytes read, the opened file's identity before reading, and the identity after reading
+    of the file that ``path`` names then (None if it is gone)."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -119,9 +139,19 @@ def read_regular_file(path: Path, max_bytes: int) -> FileContent:
         info = os.fstat(fd)
         _check_kind_and_size(info, max_bytes)
         data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:  # it grew while being read
-        raise FileRejected(_too_large(len(data), max_bytes))
-    return FileContent(data, info.st_mtime, len(data))
+        if len(data) > max_bytes:  # it grew while being read
+            raise FileRejected(_too_large(len(data), max_bytes))
+        after = _identity(os.fstat(fd))
+    try:
+        named = _identity(os.stat(path))
+    except OSError:
+        named = None
+    return FileContent(data, info.st_mtime, len(data)), _identity(info), after if after == named else None
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is written to or another file takes its name."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _check_kind_and_size(info: os.stat_result, max_bytes: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import warnings
 from collections.abc import Iterator
@@ -24,9 +25,12 @@ class PdfLoader(Loader):
     extensions = (".pdf",)
 
     def load(self, path: Path, source: str) -> LoadResult:
+        return self.load_bytes(path.read_bytes(), path, source)
+
+    def load_bytes(self, data: bytes, path: Path, source: str) -> LoadResult:
         with library_messages() as messages:
             try:
-                pages, title = _read_pages(path, source)
+                pages, title = _read_pages(data, source)
             except CorruptDocumentError as exc:
                 if not messages:
                     raise
@@ -90,11 +94,11 @@ def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:
     return PAGE_SEPARATOR.join(pages), tuple(starts)
 
 
-def _read_pages(path: Path, source: str) -> tuple[list[str], str]:
+def _read_pages(data: bytes, source: str) -> tuple[list[str], str]:
     from pypdf import PdfReader
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise CorruptDocumentError(
                 f"{source} is encrypted with a password; decrypt it (e.g. qpdf --decrypt) and ingest again"
