@@ -253,6 +253,10 @@ class SearchConfig(Section):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    max_query_chars: int = Field(
+        2000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
+        "(which also apply server.max_query_chars)"
+    )
     fallback: Literal["grep", "none"] = Field(
         "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
         "stored chunk texts (hits marked retrieval=grep), or none (raise / return nothing)"

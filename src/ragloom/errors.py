@@ -146,6 +146,10 @@ class QueryError(RagloomError, ValueError):
     """The search request itself is invalid (empty query, bad filter)."""
 
 
+class QueryTooLongError(QueryError):
+    """The query is longer than ``search.max_query_chars``."""
+
+
 class FilterError(QueryError):
     """A metadata filter could not be understood."""
 

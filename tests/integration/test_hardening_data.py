@@ -249,3 +249,24 @@ def test_a_chunk_size_above_the_model_limit_is_refused(tmp_path, embedder):
     result = run("ingest", str(docs), "--index", str(tmp_path / "cli"), cwd=tmp_path,
                  env={"RAGLOOM_CHUNKING__CHUNK_SIZE": "1000000000"})
     assert result.returncode != 0 and "at most 510 tokens" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- item 14: a huge query is refused before it is searched or logged ------------------------------
+
+def test_a_huge_query_is_refused_by_the_api_and_the_cli_and_never_logged(science, tmp_path):
+    from ragloom.errors import QueryTooLongError
+
+    with pytest.raises(QueryTooLongError, match=r"the query has 2,001 characters; the limit is 2,000 "
+                                                 r"\(search.max_query_chars\)"):
+        science.search("x" * 2001)
+    assert science.search("y" * 1980 + " stem cells")  # at the limit: searched
+    assert all(len(entry.query) <= 2000 for entry in science.audit(last=5))
+    docs = scifact_docs(tmp_path / "docs", n=3)
+    assert run("ingest", str(docs), cwd=tmp_path).returncode == 0
+    result = run("search", "w" * 100_000, cwd=tmp_path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "the query has 100,000 characters; the limit is 2,000 (search.max_query_chars)" in result.stderr
+    audit = run("audit", "--last", "3", cwd=tmp_path)
+    assert audit.returncode == 0 and "w" * 2001 not in audit.stdout and len(audit.stdout) < 20_000
+    raised = run("search", "w" * 3000, cwd=tmp_path, env={"RAGLOOM_SEARCH__MAX_QUERY_CHARS": "4000"})
+    assert raised.returncode == 0, raised.stderr

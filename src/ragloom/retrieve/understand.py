@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from ..errors import QueryTooLongError
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
 from ..filters import Condition, parse_where
 from .base import QueryPlan
@@ -75,6 +76,11 @@ def plan_query(
     settings: SearchConfig, sources: Callable[[], Sequence[str]] = lambda: (),
 ) -> QueryPlan:
     """The plan of a search: the caller's settings plus what the rules found in the text."""
+    if len(query) > settings.max_query_chars:  # before it is embedded, cached or written to the audit log
+        raise QueryTooLongError(
+            f"the query has {len(query):,} characters; the limit is {settings.max_query_chars:,} "
+            "(search.max_query_chars): shorten it, or raise the limit in ragloom.yaml"
+        )
     understood = understand(query, settings.understand, sources)
     merged: dict[str, Any] = dict(where or {})
     for key, spec in understood.where.items():  # shown in the audit log; part of the cache key

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config
+from .. import errors
 from ..errors import ConfigError, IndexLockedError, QueryError
 from ..index import Index
 from ..stores.base import AuditEntry
@@ -225,7 +226,7 @@ def _reload_lexical(index: Index) -> None:
         reload()
 
 
-class QueryTooLongError(QueryError):
+class QueryTooLongError(errors.QueryTooLongError):
     """The query is longer than server.max_query_chars."""
 
     status, code = 422, "query_too_long"
