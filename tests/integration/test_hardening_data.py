@@ -270,3 +270,53 @@ def test_a_huge_query_is_refused_by_the_api_and_the_cli_and_never_logged(science
     assert audit.returncode == 0 and "w" * 2001 not in audit.stdout and len(audit.stdout) < 20_000
     raised = run("search", "w" * 3000, cwd=tmp_path, env={"RAGLOOM_SEARCH__MAX_QUERY_CHARS": "4000"})
     assert raised.returncode == 0, raised.stderr
+
+
+# --- item 10: an index this user may read but not write -----------------------------------------
+
+#: Root without the capabilities that let it ignore file permissions: an ordinary user to the kernel,
+#: who still reaches the interpreter and the models under /root.
+AS_ORDINARY_USER = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner"]
+
+
+def _read_commands_work(prefix: list[str], folder: Path, cwd: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    for command in (["status"], ["audit", "--last", "3"], ["search", "calibration drift"],
+                    ["search", "calibration", "--mode", "lexical"]):
+        result = subprocess.run([*prefix, *RAGLOOM, *command, "--index", str(folder)], cwd=cwd, env=env,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, (command, result.stderr)
+        assert "BM25" not in result.stderr and "rebuilding" not in result.stderr, (command, result.stderr)
+        if command[0] == "search":
+            assert "notes.txt" in result.stdout
+
+
+def _built_index(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("Field notes on calibration and sensor drift.")
+    assert run("ingest", str(docs), "--index", str(tmp_path / "ix"), cwd=tmp_path).returncode == 0
+    return tmp_path / "ix"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root and setpriv")
+def test_another_users_index_can_be_read(tmp_path):
+    folder = _built_index(tmp_path)
+    for path in [folder, *folder.rglob("*")]:
+        os.chown(path, 65534, 65534)  # nobody's index, with the modes ingest gave it
+    _read_commands_work(AS_ORDINARY_USER, folder, tmp_path)
+
+
+def _read_only_mount_works() -> bool:
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount --bind -o ro / /mnt && echo ok"],
+                           capture_output=True, text=True)
+    return probe.stdout.strip() == "ok"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not _read_only_mount_works(), reason="needs mount namespaces")
+def test_an_index_on_a_read_only_mount_can_be_read_without_rebuilding_bm25(tmp_path):
+    folder = _built_index(tmp_path)
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    script = f"mount --bind -o ro {folder} {mounted} && exec \"$@\""
+    _read_commands_work(["unshare", "-m", "sh", "-c", script, "sh"], mounted, tmp_path)
