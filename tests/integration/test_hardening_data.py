@@ -320,3 +320,80 @@ def test_an_index_on_a_read_only_mount_can_be_read_without_rebuilding_bm25(tmp_p
     mounted.mkdir()
     script = f"mount --bind -o ro {folder} {mounted} && exec \"$@\""
     _read_commands_work(["unshare", "-m", "sh", "-c", script, "sh"], mounted, tmp_path)
+
+
+# --- item 15: PDFs with CFF fonts do not flood the report ---------------------------------------
+
+def _cff_font(name: str) -> bytes:
+    """A real CFF (Type1C) font program of the lower-case letters, as LaTeX PDFs embed them."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.t2CharStringPen import T2CharStringPen
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    order = [".notdef", "space", *letters]
+    builder = FontBuilder(1000, isTTF=False)
+    builder.setupGlyphOrder(order)
+    builder.setupCharacterMap({32: "space", **{ord(c): c for c in letters}})
+    charstrings = {}
+    for glyph in order:
+        pen = T2CharStringPen(500, None)
+        if len(glyph) == 1:
+            pen.moveTo((50, 0))
+            pen.lineTo((450, 0))
+            pen.lineTo((450, 700))
+            pen.closePath()
+        charstrings[glyph] = pen.getCharString()
+    builder.setupCFF(name, {"FullName": name}, charstrings, {})
+    builder.setupHorizontalMetrics({glyph: (500, 0) for glyph in order})
+    builder.setupHorizontalHeader(ascent=800, descent=-200)
+    builder.setupNameTable({"familyName": name, "styleName": "Regular"})
+    builder.setupOS2()
+    builder.setupPost()
+    return builder.font["CFF "].compile(builder.font)
+
+
+def _write_cff_pdf(path: Path, words: list[str]) -> None:
+    """One page, each word set in a font of its own (a CFF Type1 font embedded as FontFile3)."""
+    from ragloom.testing.pdf import _assemble
+
+    objects: dict[int, bytes] = {1: b"<< /Type /Catalog /Pages 2 0 R >>",
+                                 2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"}
+    fonts, text = [], [b"BT", b"72 700 Td"]
+    for n, word in enumerate(words):
+        font, descriptor, program = 6 + 3 * n, 7 + 3 * n, 8 + 3 * n
+        data = _cff_font(f"Font{n}")
+        objects[program] = b"<< /Subtype /Type1C /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+        objects[descriptor] = (f"<< /Type /FontDescriptor /FontName /F{n} /Flags 32 /FontBBox [0 -200 500 800] "
+                               f"/ItalicAngle 0 /Ascent 800 /Descent -200 /CapHeight 700 /StemV 80 "
+                               f"/FontFile3 {program} 0 R >>").encode()
+        objects[font] = (f"<< /Type /Font /Subtype /Type1 /BaseFont /F{n} /FirstChar 32 /LastChar 122 "
+                         f"/Widths [{' '.join(['500'] * 91)}] /FontDescriptor {descriptor} 0 R >>").encode()
+        fonts.append(f"/F{n} {font} 0 R")
+        text += [b"/F%d 11 Tf" % n, b"(%s ) Tj" % word.encode()]
+    text.append(b"ET")
+    stream = b"\n".join(text)
+    objects[3] = (f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << {' '.join(fonts)} >> >> "
+                  "/Contents 4 0 R >>").encode()
+    objects[4] = b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream"
+    objects[5] = b"<< /Producer (ragloom.testing) >>"
+    path.write_bytes(_assemble(objects, root_id=1, info_id=5))
+
+
+def test_a_pdf_with_cff_fonts_reads_cleanly_and_without_fonttools_says_so_once(tmp_path, monkeypatch):
+    import tomllib
+
+    from pypdf.generic import _font
+
+    from ragloom.ingest.loaders import load_file
+
+    paper = tmp_path / "paper.pdf"
+    words = ["lidar", "odometry", "calibration", "drift", "sensor", "fusion"]
+    _write_cff_pdf(paper, words)
+    result = load_file(paper, str(paper))  # fontTools installed, as ragloom now requires it
+    assert result.warnings == [] and result.documents[0].text.split() == words
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert any(dep.lower().startswith("fonttools") for dep in project["project"]["dependencies"])
+    monkeypatch.setattr(_font, "HAS_FONTTOOLS", False)  # an install that lacks it anyway
+    result = load_file(paper, str(paper))
+    [warning] = result.warnings
+    assert "fontTools is required" in warning and "(6 times)" in warning and len(warning) < 400

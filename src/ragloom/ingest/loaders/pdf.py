@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,9 +35,9 @@ class PdfLoader(Loader):
             except CorruptDocumentError as exc:
                 if not messages:
                     raise
-                said = "; ".join(dict.fromkeys(messages))
+                said = "; ".join(collapse(messages))
                 raise CorruptDocumentError(f"{exc} (pypdf said: {said})") from exc
-        notes = [f"{source}: {message}" for message in dict.fromkeys(messages)]
+        notes = [f"{source}: {message}" for message in collapse(messages)]
         text, page_starts = join_pages(pages)
         if not text.strip():
             return LoadResult(
@@ -82,6 +83,23 @@ def library_messages() -> Iterator[list[str]]:
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate
+
+
+#: A dictionary dumped into a message (pypdf prints whole font dictionaries, hundreds of characters).
+_DUMP = re.compile(r"\{.*\}")
+#: Longest library message kept in a report.
+MESSAGE_CHARS = 300
+
+
+def collapse(messages: list[str]) -> list[str]:
+    """The library's messages, one line per kind: dumps elided, repeats counted, long ones cut
+    (pypdf says the same thing once per font, e.g. that fontTools would read CFF fonts better)."""
+    counts: dict[str, int] = {}
+    for message in messages:
+        short = _DUMP.sub("{...}", message)
+        short = short if len(short) <= MESSAGE_CHARS else short[: MESSAGE_CHARS - 3] + "..."
+        counts[short] = counts.get(short, 0) + 1
+    return [message if n == 1 else f"{message} ({n} times)" for message, n in counts.items()]
 
 
 def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:
