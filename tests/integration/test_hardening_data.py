@@ -397,3 +397,62 @@ def test_a_pdf_with_cff_fonts_reads_cleanly_and_without_fonttools_says_so_once(t
     result = load_file(paper, str(paper))
     [warning] = result.warnings
     assert "fontTools is required" in warning and "(6 times)" in warning and len(warning) < 400
+
+
+# --- item 16: a full disk and a rebuild under way are named as such --------------------------------
+
+@pytest.mark.skipif(os.geteuid() != 0 or not _read_only_mount_works(), reason="needs mount namespaces")
+def test_a_full_disk_is_reported_as_such_and_the_next_ingest_carries_on(tmp_path):
+    docs = scifact_docs(tmp_path / "docs", n=40)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    ragloom = " ".join(RAGLOOM)
+    # A 400 kB disk fills up after a few sources; then it grows and the same ingest runs again.
+    script = (f"mount -t tmpfs -o size=400k tmpfs {disk} && {ragloom} ingest {docs} --index {disk}/ix; "
+              f"echo exit=$?; mount -o remount,size=50m {disk} && {ragloom} ingest {docs} --index {disk}/ix --json")
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=600, env={k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")})
+    assert "exit=1" in result.stdout, result.stderr
+    assert f"error: the disk holding the index at {disk}/ix is full; nothing already committed was lost" in result.stderr
+    assert "unexpected" not in result.stderr and "please report" not in result.stderr
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    assert report["failed"] == 0 and report["unchanged"] + report["added"] == 40 and 0 < report["unchanged"] < 40
+
+
+READY_THEN_INGEST = """
+import sys, time
+from pathlib import Path
+from ragloom import Config, Index
+folder, docs, go = sys.argv[1:4]
+index = Index.open(folder, Config.from_dict({"index": folder}))
+print("opened", flush=True)
+while not Path(go).exists():
+    time.sleep(0.05)
+try:
+    index.ingest([docs])
+    print("ingested")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def test_a_plain_ingest_racing_a_rebuild_says_another_process_is_rebuilding(tmp_path):
+    docs = scifact_docs(tmp_path / "docs", n=3)
+    folder = tmp_path / "ix"
+    assert run("ingest", str(docs), "--index", str(folder), cwd=tmp_path).returncode == 0
+    go = tmp_path / "go"
+    plain = subprocess.Popen([sys.executable, "-c", READY_THEN_INGEST, str(folder), str(docs), str(go)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert plain.stdout.readline() == "opened\n"
+        (docs / "new.txt").write_text("A new note on odometry.")
+        rebuild = run("ingest", str(docs), "--index", str(folder), "--rebuild", cwd=tmp_path)
+        assert rebuild.returncode == 0, rebuild.stderr
+        go.touch()
+        out, err = plain.communicate(timeout=300)
+    finally:
+        plain.kill()
+    assert out.strip() == (f"IndexReplacedError another process is rebuilding the index at {folder} (`ingest "
+                           "--rebuild` moved the one this command opened aside); wait for it to finish, then run "
+                           "this command again"), err
+    assert run("search", "odometry", "--index", str(folder), cwd=tmp_path).returncode == 0

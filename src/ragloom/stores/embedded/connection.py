@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ...errors import IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
+from ...errors import DiskFullError, IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
 
-SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 14, 26
+SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 13, 14, 26
 #: Extended code: a WAL database whose folder cannot hold the ``-shm`` file (not this user's folder).
 SQLITE_READONLY_DIRECTORY = 1544
 
@@ -29,6 +29,8 @@ def translated(exc: sqlite3.Error, path: Path) -> Exception:
             f"the index database {path} is damaged ({text}); rebuild the index with "
             "`ragloom ingest --rebuild PATH...` (the damaged one is kept beside it), or restore it from a backup"
         )
+    if code == SQLITE_FULL or "disk is full" in text:
+        return DiskFullError(f"the index at {path.parent}")
     if code == SQLITE_READONLY or "readonly database" in text:
         return IndexReadOnlyError(
             f"the index at {path.parent} is read-only here ({text}); reading works, writing needs "
