@@ -30,7 +30,9 @@ from .errors import (
 )
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.enrich import enrich_chunks, enrichment_policy
-from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
+from .ingest.files import (
+    FileRejected, display_name, name_problem, read_regular_file, source_id, sources_named, walk,
+)
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .ingest.pipeline import WriteBehind, read_ahead
 from . import registry
@@ -398,7 +400,7 @@ class Index:
         if not str(path).strip():
             raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
         target = source_id(path)
-        matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+        matched = sources_named(target, [r.path for r in self.store.list_sources()])
         if not matched:
             raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched

@@ -456,3 +456,33 @@ def test_a_plain_ingest_racing_a_rebuild_says_another_process_is_rebuilding(tmp_
                            "--rebuild` moved the one this command opened aside); wait for it to finish, then run "
                            "this command again"), err
     assert run("search", "odometry", "--index", str(folder), cwd=tmp_path).returncode == 0
+
+
+# --- item 17: names that differ only in Unicode normalisation ------------------------------------
+
+def test_nfc_and_nfd_twins_are_shown_apart_and_removed_one_by_one(tmp_path):
+    import unicodedata
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    nfc, nfd = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+    assert nfc != nfd
+    (docs / nfc).write_text("# Menu\n\nEspresso and croissants.")
+    (docs / nfd).write_text("# Menu\n\nTea and scones.")
+    (docs / "other.md").write_text("# Other\n\nNothing to see.")
+    assert run("ingest", str(docs), cwd=tmp_path).returncode == 0
+
+    def listed() -> list[str]:
+        out = run("status", "--sources", cwd=tmp_path).stdout
+        return sorted(line.split("│")[1].strip() for line in out.splitlines() if "docs/" in line)
+
+    assert listed() == ["docs/cafe\\u0301.md", "docs/café.md", "docs/other.md"]
+    removed = run("remove", f"docs/{nfc}", cwd=tmp_path)  # typed on a keyboard: NFC
+    assert removed.returncode == 0 and removed.stdout.strip() == "removed docs/café.md"
+    assert listed() == ["docs/cafe\\u0301.md", "docs/other.md"]
+    removed = run("remove", "docs/cafe\\u0301.md", cwd=tmp_path)  # as status shows it
+    assert removed.returncode == 0 and removed.stdout.strip() == "removed docs/cafe\\u0301.md"
+    assert listed() == ["docs/other.md"]
+    (docs / nfc).unlink()
+    assert run("ingest", str(docs), cwd=tmp_path).returncode == 0
+    assert run("remove", f"docs/{nfc}", cwd=tmp_path).stdout.strip() == "removed docs/cafe\\u0301.md"  # the only one

@@ -15,10 +15,14 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 #: Called with (where, why) for every entry that cannot be read.
 OnError = Callable[[str, str], None]
@@ -55,6 +59,32 @@ def display_name(path: str | Path) -> str:
     """``path`` as printable text: bytes that are not UTF-8 shown as ``\\xff`` escapes."""
     raw = os.fsencode(path)
     return raw.decode("utf-8", errors="backslashreplace")
+
+
+def distinguishable(name: str) -> str:
+    r"""``name`` as printed: a name not in Unicode NFC (``cafe\u0301.md``, as macOS writes it) shows its
+    combining marks as ``\u0301`` escapes, so it does not look the same as its NFC twin (``café.md``);
+    ``sources_named`` takes it back in that form."""
+    if unicodedata.is_normalized("NFC", name):
+        return name
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.combining(c) else c for c in name)
+
+
+def sources_named(target: str, sources: Sequence[str]) -> list[str]:
+    r"""The sources that ``target`` (a source id: a file, or a folder holding files) names. As typed
+    it may differ from the stored name in its Unicode normalisation, or spell combining marks as
+    ``\u0301`` (as ``distinguishable`` prints them): an exact match wins, then an unescaped one,
+    then one equal after normalisation."""
+    def under(name: str, wanted: str) -> bool:
+        return name == wanted or name.startswith(wanted.rstrip("/") + "/")
+
+    unescaped = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), target)
+    for wanted in dict.fromkeys([target, unescaped]):
+        found = [name for name in sources if under(name, wanted)]
+        if found:
+            return found
+    folded = unicodedata.normalize("NFC", unescaped)
+    return [name for name in sources if under(unicodedata.normalize("NFC", name), folded)]
 
 
 def name_problem(path: str | Path) -> str | None:
