@@ -381,7 +381,6 @@ def _write_cff_pdf(path: Path, words: list[str]) -> None:
 
 def test_a_pdf_with_cff_fonts_reads_cleanly_and_without_fonttools_says_so_once(tmp_path, monkeypatch):
     import tomllib
-
     from pypdf.generic import _font
 
     from ragloom.ingest.loaders import load_file

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from ..errors import QueryTooLongError
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
+from ..errors import QueryTooLongError
 from ..filters import Condition, parse_where
 from .base import QueryPlan
 

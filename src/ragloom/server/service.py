@@ -19,8 +19,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from ..config import Config
 from .. import errors
+from ..config import Config
 from ..errors import ConfigError, IndexLockedError, QueryError
 from ..index import Index
 from ..stores.base import AuditEntry

@@ -9,8 +9,8 @@ the text of the bytes whose hash is recorded, even when the file is replaced mea
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 import tempfile
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
