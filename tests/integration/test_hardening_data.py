@@ -418,6 +418,32 @@ def test_a_full_disk_is_reported_as_such_and_the_next_ingest_carries_on(tmp_path
     assert report["failed"] == 0 and report["unchanged"] + report["added"] == 40 and 0 < report["unchanged"] < 40
 
 
+BM25_ON_A_FULL_DISK = """
+import os, sys
+from pathlib import Path
+from ragloom.stores.embedded.lexical import LexicalIndex
+from ragloom.types import Chunk
+bm25 = LexicalIndex(Path(sys.argv[1]))
+bm25.replace_source("/s", [(i, Chunk(f"c{i}", os.urandom(200).hex(), "/s", "d", i, 0, 1, "p", "h", 1, {}))
+                           for i in range(20_000)])
+try:
+    bm25.commit(1)
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not _read_only_mount_works(), reason="needs mount namespaces")
+def test_a_full_disk_under_the_bm25_index_is_reported_as_such(tmp_path):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = f"mount -t tmpfs -o size=300k tmpfs {disk} && exec {sys.executable} -c \"$0\" {disk}/bm25"
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script, BM25_ON_A_FULL_DISK], capture_output=True,
+                            text=True, timeout=300)
+    assert result.stdout.startswith(f"DiskFullError the disk holding the BM25 index at {disk}/bm25 is full"), \
+        result.stdout + result.stderr
+
+
 READY_THEN_INGEST = """
 import sys, time
 from pathlib import Path

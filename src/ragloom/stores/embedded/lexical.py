@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
+from ...errors import DiskFullError
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
@@ -55,6 +56,14 @@ def _document(row: int, chunk: Chunk) -> tantivy.Document:
     document.add_text("source", chunk.source)
     document.add_text("text", chunk.text)
     return document
+
+
+def _nearly_full(folder: Path) -> bool:
+    """Whether the disk holding ``folder`` has less than a megabyte left."""
+    try:
+        return shutil.disk_usage(folder).free < 1_000_000
+    except OSError:
+        return False
 
 
 def _share_like(model: Path, files: Sequence[Path]) -> None:
@@ -198,7 +207,12 @@ class LexicalIndex:
     def commit(self, generation: int) -> None:
         """Make writes visible and record that the index has caught up with ``generation``."""
         if self._dirty and self._writer is not None:
-            self._writer.commit()
+            try:
+                self._writer.commit()
+            except ValueError:  # "an index writer was killed": tantivy does not say that the disk is full
+                if _nearly_full(self.folder):
+                    raise DiskFullError(f"the BM25 index at {self.folder}") from None
+                raise
             self._writer.wait_merging_threads()
             self._writer = None
             self._dirty = False
