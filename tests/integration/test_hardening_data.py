@@ -90,14 +90,16 @@ def test_a_plus_quoted_phrase_must_appear_in_every_hit(science):
 
 # --- item 13: a long query does not crash the cross-encoder ----------------------------------------
 
+#: 345 words in 1,619 characters: within search.max_query_chars (2,000), beyond the rerank stage's
+#: 320-token window.
 LONG_QUERY = " ".join(
-    ["Which studies measured how the white matter of newborn brains develops, with diffusion tensor "
-     "imaging, relative anisotropy and fibre tracking, in preterm and term infants, and what did they find?"] * 11
+    ["How do the cells of a newborn brain grow, and what did the MRI scans show in the white matter of each baby?"]
+    * 15
 )
 
 
 def test_precise_preset_takes_a_330_word_query(science):
-    assert len(LONG_QUERY.split()) > 320
+    assert len(LONG_QUERY.split()) == 345 and len(LONG_QUERY) <= 2000
     hits = science.search(LONG_QUERY, k=5, mode="precise")
     assert len(hits) == 5 and "rerank" in hits[0].scores
 
@@ -106,7 +108,7 @@ def test_every_cross_encoder_use_cuts_a_long_query(science):
     from ragloom.retrieve.rerankers.cross_encoder import shared_cross_encoder
 
     model = shared_cross_encoder(science.search_context())  # a 512-token window: twice the query overflows it
-    query = LONG_QUERY + " " + LONG_QUERY
+    query = LONG_QUERY + " " + LONG_QUERY  # the cross-encoder is a Python API too: no query limit here
     passage = "Diffusion tensor imaging of newborn white matter shows relative anisotropy rising with age. " * 8
     # rerank, compression and the relevance gate score (query, texts); support checks score pairs.
     scores = model.score(query, [passage, "bread dough"])
