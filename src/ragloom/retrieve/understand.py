@@ -32,6 +32,8 @@ _PHRASE = re.compile(
     r'(?P<plus>(?<!\S)\+)?(?:"(?P<double>[^"]+)"|\u201c(?P<curly>[^\u201c\u201d]+)\u201d'
     r"|(?<![\w'])'(?P<single>[^']*?\w[^']*?)'(?![\w']))"
 )
+#: The same without double quotes, for a query whose double quotes do not pair up.
+_PHRASE_UNPAIRED = re.compile(_PHRASE.pattern.replace('"(?P<double>[^"]+)"|', ""))
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -154,8 +156,7 @@ def _valid_date(value: str) -> bool:
 
 
 def _phrases(text: str, out: Understood) -> str:
-    if text.count('"') % 2:  # an unbalanced double quote is just a character
-        text = text.replace('"', " ")
+    pattern = _PHRASE_UNPAIRED if text.count('"') % 2 else _PHRASE  # an unbalanced " is just a character
 
     def take(match: re.Match[str]) -> str:
         raw = match.group("double") or match.group("curly") or match.group("single") or ""
@@ -170,7 +171,7 @@ def _phrases(text: str, out: Understood) -> str:
         # The phrase's words stay in the text, so BM25 and the embedding still see them.
         return f" {raw} "
 
-    return _PHRASE.sub(take, text)
+    return pattern.sub(take, text)
 
 
 def _rule(text: str, rule: MatchRule, out: Understood) -> str:
