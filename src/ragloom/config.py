@@ -213,7 +213,7 @@ class UnderstandConfig(Section):
         },
         description="name:value operators and the filter each becomes",
     )
-    phrases: bool = Field(True, description='"quoted phrase" must appear in every hit')
+    phrases: bool = Field(True, description='"quoted phrase": hits holding it rank first; +"phrase": must appear in every hit')
     identifier_alpha: float | None = Field(
         0.5, ge=0.0, le=1.0,
         description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
@@ -253,6 +253,10 @@ class SearchConfig(Section):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    max_query_chars: int = Field(
+        2000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
+        "(which also apply server.max_query_chars)"
+    )
     fallback: Literal["grep", "none"] = Field(
         "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
         "stored chunk texts (hits marked retrieval=grep), or none (raise / return nothing)"
@@ -527,6 +531,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 NON_CONFIG_ENV = frozenset({
     "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
     "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
+    "RAGLOOM_MODEL_DOWNLOAD",
 })
 
 

@@ -30,7 +30,9 @@ from .errors import (
 )
 from .ingest.chunkers.base import Chunker, create_chunker
 from .ingest.enrich import enrich_chunks, enrichment_policy
-from .ingest.files import FileRejected, display_name, name_problem, read_regular_file, source_id, walk
+from .ingest.files import (
+    FileRejected, display_name, name_problem, read_regular_file, source_id, sources_named, walk,
+)
 from .ingest.loaders import is_supported, load_file, supported_extensions
 from .ingest.pipeline import WriteBehind, read_ahead
 from .paths import PathPolicy
@@ -181,7 +183,8 @@ class Index:
         if strategy not in self._chunkers:
             embedder = self.embedder
             chunker = create_chunker(
-                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
+                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets,
+                embedder.max_input_tokens, embedder.model_id,
             )
             if hasattr(chunker, "bind"):  # model-driven chunkers (semantic, agentic, proposition)
                 from .ingest.chunkers._services import ChunkerServices
@@ -309,7 +312,6 @@ class Index:
             return None
         digest = hashlib.sha256(content.data).hexdigest()
         mtime, size = content.mtime, content.size
-        del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
         policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
@@ -318,7 +320,7 @@ class Index:
             return None
         enrich = self.config.ingest.enrich
         try:
-            result = load_file(file, source)
+            result = load_file(file, source, content.data)  # the bytes hashed, not the file as it is now
             chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
@@ -404,7 +406,7 @@ class Index:
         if not str(path).strip():
             raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
         target = source_id(path)
-        matched = [r.path for r in self.store.list_sources() if r.path == target or _is_under(r.path, target)]
+        matched = sources_named(target, [r.path for r in self.store.list_sources()])
         if not matched:
             raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched

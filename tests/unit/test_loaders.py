@@ -307,3 +307,53 @@ def test_sample_corpus_loads_cleanly_and_answers_the_readme_question(sample_docs
         assert word in guide
     assert all(len(doc.text) > 3000 for doc in documents.values()), {k: len(d.text) for k, d in documents.items()}
 
+
+
+def test_loaders_parse_the_bytes_they_are_given_not_the_file_as_it_is_now(tmp_path: Path, monkeypatch) -> None:
+    from ragloom.types import Document
+
+    note = tmp_path / "note.md"
+    note.write_text("# Now\n\nthe file as it is now")
+    [document] = load_file(note, str(note), b"# Then\n\nthe bytes read and hashed").documents
+    assert document.title == "Then" and "hashed" in document.text
+    paper = tmp_path / "paper.pdf"
+    write_pdf(paper, ["The first version of the paper."])
+    data = paper.read_bytes()
+    write_pdf(paper, ["A second version."])
+    assert "first version" in load_file(paper, str(paper), data).documents[0].text
+
+    class PathOnly(Loader):  # a plugin that only knows how to read a file
+        name = "pathonly"
+        extensions = (".po",)
+
+        def load(self, path: Path, source: str) -> LoadResult:
+            return LoadResult([Document(path.read_text(), source, path.name)])
+
+    monkeypatch.setitem(registry._registered["loader"], "pathonly", PathOnly)
+    po = tmp_path / "x.po"
+    po.write_text("on disk")
+    [document] = load_file(po, str(po), b"as read").documents
+    assert (document.text, document.doc_id) == ("as read", "x.po")
+
+
+def test_a_file_that_keeps_changing_while_read_is_rejected(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    from ragloom.ingest import files
+
+    path = tmp_path / "busy.txt"
+    path.write_text("one")
+    real_stat, calls = os.stat, []
+
+    def stat_after_a_rewrite(target, *args, **kwargs):  # another writer renames a new file over it each read
+        calls.append(target)
+        if len(calls) % 2 == 0:
+            (tmp_path / "new").write_text(f"version {len(calls)}")
+            os.replace(tmp_path / "new", path)
+        return real_stat(target, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "stat", stat_after_a_rewrite)
+    with pytest.raises(files.FileRejected, match="changed while being read"):
+        files.read_regular_file(path, 1000)
+    monkeypatch.setattr(files.os, "stat", real_stat)
+    assert files.read_regular_file(path, 1000).data.startswith(b"version")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..config import Config
-from ..errors import RagloomError, RagloomWarning
+from ..errors import DiskFullError, RagloomError, RagloomWarning
 from .arguments import hoist_global_options
 
 app = typer.Typer(
@@ -156,6 +157,8 @@ def _report_error(exc: Exception) -> int:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, RagloomError):
         notice("error:", "bold red", str(exc))
+    elif isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        notice("error:", "bold red", str(DiskFullError(exc.filename or "the index")))
     elif isinstance(exc, OSError) and exc.strerror:
         # A path the user gave that cannot be read or written: the OS says why.
         where = f"{exc.filename}: " if exc.filename is not None else ""
@@ -199,11 +202,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def display_path(path: str) -> str:
-    """A source path as the user would type it: relative to the current folder when inside it."""
+    """A source path as the user would type it: relative to the current folder when inside it, a name
+    that differs from its twin only in Unicode normalisation told apart (``distinguishable``)."""
+    from ..ingest.files import distinguishable
+
     try:
-        return str(Path(path).relative_to(Path.cwd()))
+        return distinguishable(str(Path(path).relative_to(Path.cwd())))
     except ValueError:
-        return path
+        return distinguishable(path)
 
 
 if __name__ == "__main__":

@@ -42,12 +42,15 @@ def loader_for(path: str | Path) -> Loader:
     return cls()
 
 
-def load_file(path: Path, source: str) -> LoadResult:
-    """Documents of one file, or an empty result with a warning when there is nothing to read."""
+def load_file(path: Path, source: str, data: bytes | None = None) -> LoadResult:
+    """Documents of one file, or an empty result with a warning when there is nothing to read.
+    ``data``: the file's bytes, already read (then the file itself is not opened again)."""
     path = Path(path)
-    if not path.exists():
-        raise SourceNotFoundError(str(path))
     loader = loader_for(path)
-    if path.stat().st_size == 0:
+    if data is None:
+        if not path.exists():
+            raise SourceNotFoundError(str(path))
+        data = path.read_bytes()
+    if not data:
         return empty_result(source)
-    return loader.load(path, source)
+    return loader.load_bytes(data, path, source)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,15 +26,18 @@ class PdfLoader(Loader):
     extensions = (".pdf",)
 
     def load(self, path: Path, source: str) -> LoadResult:
+        return self.load_bytes(path.read_bytes(), path, source)
+
+    def load_bytes(self, data: bytes, path: Path, source: str) -> LoadResult:
         with library_messages() as messages:
             try:
-                pages, title = _read_pages(path, source)
+                pages, title = _read_pages(data, source)
             except CorruptDocumentError as exc:
                 if not messages:
                     raise
-                said = "; ".join(dict.fromkeys(messages))
+                said = "; ".join(collapse(messages))
                 raise CorruptDocumentError(f"{exc} (pypdf said: {said})") from exc
-        notes = [f"{source}: {message}" for message in dict.fromkeys(messages)]
+        notes = [f"{source}: {message}" for message in collapse(messages)]
         text, page_starts = join_pages(pages)
         if not text.strip():
             return LoadResult(
@@ -80,6 +85,23 @@ def library_messages() -> Iterator[list[str]]:
         logger.propagate = propagate
 
 
+#: A dictionary dumped into a message (pypdf prints whole font dictionaries, hundreds of characters).
+_DUMP = re.compile(r"\{.*\}")
+#: Longest library message kept in a report.
+MESSAGE_CHARS = 300
+
+
+def collapse(messages: list[str]) -> list[str]:
+    """The library's messages, one line per kind: dumps elided, repeats counted, long ones cut
+    (pypdf says the same thing once per font, e.g. that fontTools would read CFF fonts better)."""
+    counts: dict[str, int] = {}
+    for message in messages:
+        short = _DUMP.sub("{...}", message)
+        short = short if len(short) <= MESSAGE_CHARS else short[: MESSAGE_CHARS - 3] + "..."
+        counts[short] = counts.get(short, 0) + 1
+    return [message if n == 1 else f"{message} ({n} times)" for message, n in counts.items()]
+
+
 def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:
     """The pages' text joined by PAGE_SEPARATOR, and the offset where each page starts."""
     starts: list[int] = []
@@ -90,11 +112,11 @@ def join_pages(pages: list[str]) -> tuple[str, tuple[int, ...]]:
     return PAGE_SEPARATOR.join(pages), tuple(starts)
 
 
-def _read_pages(path: Path, source: str) -> tuple[list[str], str]:
+def _read_pages(data: bytes, source: str) -> tuple[list[str], str]:
     from pypdf import PdfReader
 
     try:
-        reader = PdfReader(path)
+        reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise CorruptDocumentError(
                 f"{source} is encrypted with a password; decrypt it (e.g. qpdf --decrypt) and ingest again"
