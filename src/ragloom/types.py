@@ -25,7 +25,8 @@ class Document:
     """A unit of text a loader read from a source file.
 
     Most files give one document; a BEIR ``.jsonl`` corpus gives one per line.
-    ``page_starts[i]`` is the character offset where page ``i + 1`` begins (PDF only).
+    ``page_starts[i]`` is the character offset where page ``i + 1`` begins (PDF only), or
+    slide ``i + 1`` when ``page_label`` is "slide": chunks then carry ``slide`` in metadata.
     """
 
     text: str
@@ -34,6 +35,7 @@ class Document:
     title: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     page_starts: tuple[int, ...] = ()
+    page_label: str = "page"
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or None when the document has no pages."""
