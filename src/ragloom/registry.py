@@ -92,6 +92,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "eml": "ragloom.ingest.loaders.email:EmlLoader",
         "mbox": "ragloom.ingest.loaders.email:MboxLoader",
         "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
+        "image": "ragloom.ingest.loaders.image:ImageLoader",
     },
 }
 

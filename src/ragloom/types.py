@@ -36,6 +36,8 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     page_starts: tuple[int, ...] = ()
     page_label: str = "page"
+    #: Metadata of each page (e.g. ``ocr_confidence``), copied to the chunks that start on it.
+    page_metadata: tuple[dict[str, Any], ...] = ()
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or None when the document has no pages."""
@@ -160,6 +162,8 @@ class IngestReport:
     seconds: float = 0.0
     #: Of ``seconds``, the time spent in the embedder.
     embed_seconds: float = 0.0
+    #: Pages (of scanned PDFs and images) whose text was read by OCR.
+    ocr_pages: int = 0
 
     @property
     def ok(self) -> bool:
@@ -177,6 +181,7 @@ class IngestReport:
             "chunks_embedded": self.chunks_embedded,
             "tokens_embedded": self.tokens_embedded,
             "seconds": round(self.seconds, 3),
+            **({"ocr_pages": self.ocr_pages} if self.ocr_pages else {}),
         }
 
 

@@ -206,3 +206,84 @@ def write_ipynb(path: str | Path, cells: Sequence[tuple[str, str, str]]) -> Path
     }
     Path(path).write_text(json.dumps(notebook), encoding="utf-8")
     return Path(path)
+
+
+def _unicode_font() -> Path | None:
+    for candidate in ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/dejavu/DejaVuSans.ttf"):
+        if Path(candidate).exists():
+            return Path(candidate)
+    return None
+
+
+def write_two_column_pdf(path: str | Path, paragraphs: Sequence[str], table: list[list[str]] | None = None,
+                         running_header: str = "Journal of Examples", font_size: float = 10) -> Path:
+    """A typeset PDF (fpdf2): a running header, two text columns, a ruled table, "Page N" footers.
+
+    With DejaVu Sans installed any text is written; otherwise text is reduced to Latin-1 for Helvetica.
+    """
+    from fpdf import FPDF
+
+    font = _unicode_font()
+
+    class Journal(FPDF):
+        def header(self) -> None:
+            self.set_font(family, size=8)
+            self.cell(0, 8, running_header, align="C")
+            self.ln(10)
+
+        def footer(self) -> None:
+            self.set_y(-15)
+            self.set_font(family, size=8)
+            self.cell(0, 10, f"Page {self.page_no()}", align="C")
+
+    pdf = Journal()
+    if font is not None:
+        pdf.add_font("body", fname=str(font))
+        bold = font.with_name("DejaVuSans-Bold.ttf")
+        pdf.add_font("body", style="B", fname=str(bold if bold.exists() else font))
+        family = "body"
+    else:
+        family = "Helvetica"
+
+    def fit(text: str) -> str:
+        return text if font is not None else text.encode("latin-1", "replace").decode("latin-1")
+
+    pdf.set_auto_page_break(True, margin=20)
+    pdf.add_page()
+    pdf.set_font(family, size=font_size)
+    with pdf.text_columns(ncols=2, gutter=8) as columns:
+        for paragraph in paragraphs:
+            columns.write(text=fit(paragraph) + "\n\n")
+    if table:
+        pdf.ln(4)
+        with pdf.table() as drawn:
+            for row in table:
+                cells = drawn.row()
+                for value in row:
+                    cells.cell(fit(str(value)))
+    pdf.output(str(path))
+    return Path(path)
+
+
+def write_scanned_pdf(source_pdf: str | Path, path: str | Path, dpi: int = 200, noise: float = 10.0,
+                      seed: int = 0) -> Path:
+    """Each page of ``source_pdf`` rendered to a grey image with mild noise and a slight skew, as a
+    scanner would give it, then saved as an image-only PDF (no text layer)."""
+    import numpy as np
+    import pypdfium2 as pdfium
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    images = []
+    document = pdfium.PdfDocument(str(source_pdf))
+    try:
+        for page in document:
+            image = page.render(scale=dpi / 72, grayscale=True).to_pil().convert("L")
+            pixels = np.asarray(image, dtype=np.float32) + rng.normal(0, noise, size=(image.height, image.width))
+            noisy = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+            images.append(noisy.rotate(0.3, fillcolor=255))
+            page.close()
+    finally:
+        document.close()
+    images[0].save(str(path), "PDF", resolution=dpi, save_all=True, append_images=images[1:])
+    return Path(path)

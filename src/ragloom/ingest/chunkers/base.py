@@ -96,6 +96,8 @@ class Chunker(ABC):
                 label = document.page_label
                 metadata[label] = page
                 metadata[f"{label}_end"] = document.page_at(max(span.start, span.end - 1))
+                if len(document.page_metadata) >= page:
+                    metadata.update(document.page_metadata[page - 1])
             chunks.append(
                 Chunk(
                     id=Chunk.make_id(document.source, document.doc_id, index, span.start, span.end, policy),
