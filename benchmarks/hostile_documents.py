@@ -18,6 +18,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from formats import peak_rss_mb  # benchmarks/formats.py
+
 
 def make_cases(folder: Path) -> dict[str, Path]:
     from ragloom.testing import documents as make
@@ -78,15 +80,6 @@ def run_one(path: Path) -> dict:
         said = f"error: {exc}"
     return {"seconds": time.perf_counter() - started, "said": said,
             "peak_rss_mb": peak_rss_mb()}
-
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited across exec
-    from the parent that spawned it)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:

@@ -81,27 +81,33 @@ def write_xlsx(path: str | Path, sheets: dict[str, list[list[object]]]) -> Path:
 
 def write_ods(path: str | Path, sheets: dict[str, list[list[object]]]) -> Path:
     from odf.opendocument import OpenDocumentSpreadsheet
-    from odf.table import Table, TableCell, TableRow
-    from odf.text import P
 
     document = OpenDocumentSpreadsheet()
     for name, rows in sheets.items():
-        table = Table(name=name)
-        for row in rows:
-            table_row = TableRow()
-            for value in row:
-                cell = TableCell()
-                cell.addElement(P(text=str(value)))
-                table_row.addElement(cell)
-            table.addElement(table_row)
-        document.spreadsheet.addElement(table)
+        document.spreadsheet.addElement(_odf_table(name, rows))
     document.save(str(path))
     return Path(path)
 
 
+def _odf_table(name: str, rows: Sequence[Sequence[object]]):
+    from odf.table import Table, TableCell, TableColumn, TableRow
+    from odf.text import P
+
+    table = Table(name=name)
+    if rows:
+        table.addElement(TableColumn(numbercolumnsrepeated=max(len(row) for row in rows)))
+    for row in rows:
+        table_row = TableRow()
+        for value in row:
+            cell = TableCell()
+            cell.addElement(P(text=str(value)))
+            table_row.addElement(cell)
+        table.addElement(table_row)
+    return table
+
+
 def write_odt(path: str | Path, sections: Sequence[Section]) -> Path:
     from odf.opendocument import OpenDocumentText
-    from odf.table import Table, TableCell, TableColumn, TableRow
     from odf.text import H, P
 
     document = OpenDocumentText()
@@ -110,16 +116,7 @@ def write_odt(path: str | Path, sections: Sequence[Section]) -> Path:
         for paragraph in section.paragraphs:
             document.text.addElement(P(text=paragraph))
         if section.table:
-            table = Table(name=section.title[:30] or "table")
-            table.addElement(TableColumn(numbercolumnsrepeated=len(section.table[0])))
-            for row in section.table:
-                table_row = TableRow()
-                for value in row:
-                    cell = TableCell()
-                    cell.addElement(P(text=str(value)))
-                    table_row.addElement(cell)
-                table.addElement(table_row)
-            document.text.addElement(table)
+            document.text.addElement(_odf_table(section.title[:30] or "table", section.table))
     document.save(str(path))
     return Path(path)
 

@@ -11,6 +11,9 @@ import zipfile
 from pathlib import Path
 
 from ...errors import CorruptDocumentError
+from ._markdown import MarkdownWriter
+from .base import LoadResult, Loader
+from .decode import empty_result
 
 #: The most entries and uncompressed bytes a document archive may hold.
 MAX_ENTRIES = 10_000
@@ -60,3 +63,33 @@ def library_error(source: str, kind: str, exc: Exception) -> CorruptDocumentErro
         f"{source} could not be read as {kind} ({type(exc).__name__}: {exc}); "
         "the file may be damaged or of another type — re-save or repair it"
     )
+
+
+class ArchiveDocumentLoader(Loader):
+    """A zip-based document read into Markdown: the archive is checked first, and any error of
+    the format's library becomes one CorruptDocumentError naming the file."""
+
+    #: How the format is named in messages ("Word (.docx)") and what a document of it is called.
+    kind = ""
+    noun = ""
+
+    def load(self, path: Path, source: str) -> LoadResult:
+        check_archive(path, source, self.kind)
+        writer = MarkdownWriter()
+        try:
+            title, metadata = self.read(path, writer)
+        except CorruptDocumentError:
+            raise
+        except Exception as exc:  # the libraries raise KeyError, ValueError, lxml and zip errors on damaged parts
+            raise library_error(source, self.noun, exc) from exc
+        if not writer.text.strip():
+            return empty_result(source)
+        return LoadResult([writer.document(path, source, title=title or path.stem, metadata=metadata,
+                                           page_label=self.page_label)])
+
+    #: What ``page`` metadata counts, when ``read`` marks pages with ``writer.new_page()``.
+    page_label = "page"
+
+    def read(self, path: Path, writer: MarkdownWriter) -> tuple[str, dict]:
+        """Write the document's blocks; return its title (or "") and its metadata."""
+        raise NotImplementedError

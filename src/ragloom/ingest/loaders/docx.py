@@ -5,39 +5,27 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ...errors import CorruptDocumentError
-from ._archive import check_archive, library_error
+from ._archive import ArchiveDocumentLoader
 from ._markdown import MarkdownWriter
-from .base import LoadResult, Loader
-from .decode import empty_result
 
 _HEADING_STYLE = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
 
-class DocxLoader(Loader):
+class DocxLoader(ArchiveDocumentLoader):
     name = "docx"
     extensions = (".docx",)
+    kind, noun = "Word (.docx)", "a Word document"
 
-    def load(self, path: Path, source: str) -> LoadResult:
-        check_archive(path, source, "Word (.docx)")
+    def read(self, path: Path, writer: MarkdownWriter) -> tuple[str, dict]:
         import docx
 
-        try:
-            document = docx.Document(str(path))
-            writer = MarkdownWriter()
-            for block in document.iter_inner_content():
-                if isinstance(block, docx.table.Table):
-                    writer.table(_table_rows(block))
-                else:
-                    _paragraph(writer, block)
-            title = (document.core_properties.title or "").strip()
-        except CorruptDocumentError:
-            raise
-        except Exception as exc:  # python-docx raises KeyError, ValueError, lxml errors on damaged parts
-            raise library_error(source, "a Word document", exc) from exc
-        if not writer.text.strip():
-            return empty_result(source)
-        return LoadResult([writer.document(path, source, title=title or _first_heading(writer.text) or path.stem)])
+        document = docx.Document(str(path))
+        for block in document.iter_inner_content():
+            if isinstance(block, docx.table.Table):
+                writer.table(_table_rows(block))
+            else:
+                _paragraph(writer, block)
+        return (document.core_properties.title or "").strip() or _first_heading(writer.text), {}
 
 
 def _paragraph(writer: MarkdownWriter, paragraph) -> None:

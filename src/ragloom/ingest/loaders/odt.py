@@ -9,33 +9,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import CorruptDocumentError
-from ._archive import check_archive, library_error
+from ._archive import ArchiveDocumentLoader, library_error
 from ._markdown import MarkdownWriter
 from .base import LoadResult, Loader
 from .decode import decode_bytes, empty_result, looks_binary
 from .text import single_document
 
 
-class OdtLoader(Loader):
+class OdtLoader(ArchiveDocumentLoader):
     name = "odt"
     extensions = (".odt",)
+    kind, noun = "OpenDocument (.odt)", "an OpenDocument text"
 
-    def load(self, path: Path, source: str) -> LoadResult:
-        check_archive(path, source, "OpenDocument (.odt)")
+    def read(self, path: Path, writer: MarkdownWriter) -> tuple[str, dict]:
         from odf import opendocument
 
-        try:
-            document = opendocument.load(str(path))
-            writer = MarkdownWriter()
-            for node in document.text.childNodes:
-                _block(writer, node, 0)
-        except CorruptDocumentError:
-            raise
-        except Exception as exc:  # odfpy raises many kinds of errors on damaged files
-            raise library_error(source, "an OpenDocument text", exc) from exc
-        if not writer.text.strip():
-            return empty_result(source)
-        return LoadResult([writer.document(path, source, title=path.stem)])
+        document = opendocument.load(str(path))
+        for node in document.text.childNodes:
+            _block(writer, node, 0)
+        return "", {}
 
 
 def _text(node) -> str:

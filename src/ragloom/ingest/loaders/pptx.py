@@ -8,39 +8,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...errors import CorruptDocumentError
-from ._archive import check_archive, library_error
+from ._archive import ArchiveDocumentLoader
 from ._markdown import MarkdownWriter, one_line
-from .base import LoadResult, Loader
-from .decode import empty_result
 
 
-class PptxLoader(Loader):
+class PptxLoader(ArchiveDocumentLoader):
     name = "pptx"
     extensions = (".pptx",)
+    kind, noun = "PowerPoint (.pptx)", "a PowerPoint presentation"
+    page_label = "slide"
 
-    def load(self, path: Path, source: str) -> LoadResult:
-        check_archive(path, source, "PowerPoint (.pptx)")
+    def read(self, path: Path, writer: MarkdownWriter) -> tuple[str, dict]:
         from pptx import Presentation
 
-        try:
-            presentation = Presentation(str(path))
-            writer = MarkdownWriter()
-            for number, slide in enumerate(presentation.slides, start=1):
-                writer.new_page()
-                _slide(writer, slide, number)
-            title = (presentation.core_properties.title or "").strip()
-            slides = len(presentation.slides)
-        except CorruptDocumentError:
-            raise
-        except Exception as exc:  # python-pptx raises KeyError, ValueError, lxml errors on damaged parts
-            raise library_error(source, "a PowerPoint presentation", exc) from exc
-        if not writer.text.strip():
-            return empty_result(source)
-        document = writer.document(
-            path, source, title=title or path.stem, metadata={"slides": slides}, page_label="slide"
-        )
-        return LoadResult([document])
+        presentation = Presentation(str(path))
+        for number, slide in enumerate(presentation.slides, start=1):
+            writer.new_page()
+            _slide(writer, slide, number)
+        return (presentation.core_properties.title or "").strip(), {"slides": len(presentation.slides)}
 
 
 def _slide(writer: MarkdownWriter, slide, number: int) -> None:
