@@ -203,3 +203,4 @@ def test_a_real_zip_that_is_not_a_document(tmp_path: Path) -> None:
         archive.writestr("a.txt", "hello")
     with pytest.raises(CorruptDocumentError, match="could not be read as a Word document"):
         load(path)
+
