@@ -70,6 +70,13 @@ class EmbedderConfig(Section):
     )
 
 
+#: Files that are Markdown, or that their loader turns into Markdown (headings, lists, tables).
+MARKDOWN_EXTENSIONS = (
+    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
+    ".eml", ".mbox",
+)
+
+
 class ChunkingConfig(Section):
     strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
@@ -79,7 +86,7 @@ class ChunkingConfig(Section):
         90.0, gt=0.0, lt=100.0, description="semantic: split where the distance between consecutive sentences "
         "is above this percentile of the document's distances")
     by_extension: dict[str, str] = Field(
-        default_factory=lambda: {".md": "markdown", ".markdown": "markdown"},
+        default_factory=lambda: dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"),
         description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
     )
 
@@ -120,6 +127,12 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
+    ocr: Literal["auto", "always", "never"] = Field(
+        "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
+        "(every PDF page) or never"
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng or eng+deu (installed tessdata)")
+    ocr_dpi: int = Field(200, ge=72, le=600, description="resolution PDF pages are rendered at for OCR")
     enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 

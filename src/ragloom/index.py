@@ -33,7 +33,7 @@ from .ingest.enrich import enrich_chunks, enrichment_policy
 from .ingest.files import (
     FileRejected, display_name, name_problem, read_regular_file, source_id, sources_named, walk,
 )
-from .ingest.loaders import is_supported, load_file, supported_extensions
+from .ingest.loaders import LoaderOptions, is_supported, load_file, loader_for, supported_extensions
 from .ingest.pipeline import WriteBehind, read_ahead
 from .paths import PathPolicy
 from . import registry
@@ -168,6 +168,11 @@ class Index:
                 check_same_embedder(recorded, embedder, self.path)
             self._embedder = embedder
         return self._embedder
+
+    @property
+    def loader_options(self) -> LoaderOptions:
+        settings = self.config.ingest
+        return LoaderOptions(ocr=settings.ocr, ocr_languages=settings.ocr_languages, ocr_dpi=settings.ocr_dpi)
 
     @property
     def chunker(self) -> Chunker:
@@ -314,13 +319,15 @@ class Index:
         mtime, size = content.mtime, content.size
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunker_for(file)
-        policy = chunker.policy + enrichment_policy(self.config.ingest.enrich)
+        loader = loader_for(file, self.loader_options)
+        policy = chunker.policy + enrichment_policy(self.config.ingest.enrich) + (
+            f"+{loader.policy()}" if loader.policy() else "")
         if existing and existing.content_hash == digest and existing.policy == policy:
             report.unchanged.append(source)
             return None
         enrich = self.config.ingest.enrich
         try:
-            result = load_file(file, source, content.data)  # the bytes hashed, not the file as it is now
+            result = load_file(file, source, content.data, self.loader_options)  # the bytes hashed, not the file as it is now
             chunks = [chunk for document in result.documents for chunk in enrich_chunks(chunker.chunk(document), document, enrich)]
         except LoaderError as exc:
             report.failed.append(FileFailure(source, str(exc)))
@@ -331,6 +338,7 @@ class Index:
             report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
             return None
         report.warnings.extend(result.warnings)
+        report.ocr_pages += result.stats.get("ocr_pages", 0)
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,

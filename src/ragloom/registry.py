@@ -81,6 +81,18 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "pdf": "ragloom.ingest.loaders.pdf:PdfLoader",
         "html": "ragloom.ingest.loaders.html:HtmlLoader",
         "jsonl": "ragloom.ingest.loaders.jsonl:JsonlLoader",
+        "docx": "ragloom.ingest.loaders.docx:DocxLoader",
+        "odt": "ragloom.ingest.loaders.odt:OdtLoader",
+        "rtf": "ragloom.ingest.loaders.odt:RtfLoader",
+        "pptx": "ragloom.ingest.loaders.pptx:PptxLoader",
+        "xlsx": "ragloom.ingest.loaders.spreadsheet:XlsxLoader",
+        "ods": "ragloom.ingest.loaders.spreadsheet:OdsLoader",
+        "csv": "ragloom.ingest.loaders.spreadsheet:CsvLoader",
+        "epub": "ragloom.ingest.loaders.epub:EpubLoader",
+        "eml": "ragloom.ingest.loaders.email:EmlLoader",
+        "mbox": "ragloom.ingest.loaders.email:MboxLoader",
+        "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
+        "image": "ragloom.ingest.loaders.image:ImageLoader",
     },
 }
 

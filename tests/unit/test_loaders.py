@@ -159,11 +159,12 @@ def test_corrupt_pdf_is_an_error_naming_the_file(tmp_path: Path) -> None:
         load(path)
 
 
-def test_pdf_without_text_warns_about_scans(tmp_path: Path) -> None:
+def test_pdf_of_blank_pages_warns_that_it_has_no_text(tmp_path: Path) -> None:
+    # Scanned pages (images) are read by OCR: tests/unit/test_loaders_scans.py.
     path = write_pdf(tmp_path / "scan.pdf", ["", ""])
     result = load(path)
     assert result.documents == []
-    assert "scan.pdf" in result.warnings[0] and "scanned images" in result.warnings[0]
+    assert "scan.pdf" in result.warnings[0] and "no extractable text" in result.warnings[0]
 
 
 # --- HTML --------------------------------------------------------------------------------
@@ -273,21 +274,23 @@ def test_missing_file_is_source_not_found(tmp_path: Path) -> None:
 
 def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
     assert supported_extensions() == [
-        ".htm", ".html", ".jsonl", ".markdown", ".md", ".pdf", ".rst", ".text", ".txt",
+        ".csv", ".docx", ".eml", ".epub", ".htm", ".html", ".ipynb", ".jpeg", ".jpg", ".jsonl", ".markdown",
+        ".mbox", ".md", ".ods", ".odt", ".pdf", ".png", ".pptx", ".rst", ".rtf", ".text", ".tif", ".tiff",
+        ".tsv", ".txt", ".xlsm", ".xlsx",
     ]
-    assert is_supported("A/B/README.MD") and not is_supported("photo.png")
+    assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
 
-    class CsvLoader(Loader):
-        name = "csv"
-        extensions = (".csv",)
+    class OrgLoader(Loader):
+        name = "org"
+        extensions = (".org",)
 
         def load(self, path: Path, source: str) -> LoadResult:
             return LoadResult([])
 
-    monkeypatch.setitem(registry._registered["loader"], "csv", CsvLoader)
-    assert ".csv" in supported_extensions()
-    assert isinstance(loader_for("table.csv"), CsvLoader)
+    monkeypatch.setitem(registry._registered["loader"], "org", OrgLoader)
+    assert ".org" in supported_extensions()
+    assert isinstance(loader_for("notes.org"), OrgLoader)
 
 
 # --- sample corpus -----------------------------------------------------------------------

@@ -117,8 +117,11 @@ class Chunker(ABC):
             )
             page = document.page_at(span.start)
             if page is not None:
-                metadata["page"] = page
-                metadata["page_end"] = document.page_at(max(span.start, span.end - 1))
+                label = document.page_label
+                metadata[label] = page
+                metadata[f"{label}_end"] = document.page_at(max(span.start, span.end - 1))
+                if len(document.page_metadata) >= page:
+                    metadata.update(document.page_metadata[page - 1])
             chunks.append(
                 Chunk(
                     id=Chunk.make_id(document.source, document.doc_id, index, span.start, span.end, policy),
