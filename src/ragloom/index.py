@@ -19,6 +19,7 @@ from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
 from .ingest.chunkers.base import Chunker
+from .ingest.loaders import LoaderOptions
 from .ingest.runner import IngestProgress, IngestRunner
 from .models.cross_encoder import shared_cross_encoder
 from .paths import PathPolicy
@@ -102,6 +103,11 @@ class Index:
     def component(self, key: str, factory: Callable[[], Any]) -> Any:
         """A model or client loaded once per index (a cross-encoder, the LLM)."""
         return self.parts.component(key, factory)
+
+    @property
+    def loader_options(self) -> LoaderOptions:
+        """How files are read (OCR settings), from the ``ingest`` section."""
+        return self._runner.loader_options
 
     @property
     def chunker(self) -> Chunker:

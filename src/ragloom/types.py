@@ -25,7 +25,8 @@ class Document:
     """A unit of text a loader read from a source file.
 
     Most files give one document; a BEIR ``.jsonl`` corpus gives one per line.
-    ``page_starts[i]`` is the character offset where page ``i + 1`` begins (PDF only).
+    ``page_starts[i]`` is the character offset where page ``i + 1`` begins (PDF only), or
+    slide ``i + 1`` when ``page_label`` is "slide": chunks then carry ``slide`` in metadata.
     """
 
     text: str
@@ -34,6 +35,9 @@ class Document:
     title: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     page_starts: tuple[int, ...] = ()
+    page_label: str = "page"
+    #: Metadata of each page (e.g. ``ocr_confidence``), copied to the chunks that start on it.
+    page_metadata: tuple[dict[str, Any], ...] = ()
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or None when the document has no pages."""
@@ -158,6 +162,8 @@ class IngestReport:
     seconds: float = 0.0
     #: Of ``seconds``, the time spent in the embedder.
     embed_seconds: float = 0.0
+    #: Pages (of scanned PDFs and images) whose text was read by OCR.
+    ocr_pages: int = 0
 
     @property
     def ok(self) -> bool:
@@ -175,6 +181,7 @@ class IngestReport:
             "chunks_embedded": self.chunks_embedded,
             "tokens_embedded": self.tokens_embedded,
             "seconds": round(self.seconds, 3),
+            **({"ocr_pages": self.ocr_pages} if self.ocr_pages else {}),
         }
 
 

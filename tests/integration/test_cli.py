@@ -91,8 +91,8 @@ def test_errors_are_messages_not_tracebacks(workdir):
     no_index = run("search", "x", cwd=workdir, check=False)
     assert no_index.returncode == 1 and "no index" in no_index.stderr
 
-    (workdir / "photo.png").write_bytes(b"\x89PNG\r\n")
-    unsupported = run("ingest", "photo.png", cwd=workdir, check=False)
+    (workdir / "tool.exe").write_bytes(b"MZ\x90\x00")
+    unsupported = run("ingest", "tool.exe", cwd=workdir, check=False)
     assert unsupported.returncode == 1 and ".pdf" in unsupported.stderr and "Traceback" not in unsupported.stderr
 
     env_bad = run("status", cwd=workdir, check=False, env={"RAGLOOM_SEARCH__NOPE": "1"})

@@ -189,17 +189,17 @@ def test_bad_input_gets_clear_errors(tmp_path, embedder):
     docs = small_corpus(tmp_path / "docs")
     (docs / "empty.txt").write_text("")
     write_corrupt_pdf(docs / "broken.pdf")
-    (docs / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (docs / "tool.exe").write_bytes(b"MZ\x90\x00\x03")
     with open_index(tmp_path / "index", embedder) as idx:
         report = idx.ingest([docs])
         assert [Path(f.path).name for f in report.failed] == ["broken.pdf"]
         assert "broken.pdf" in report.failed[0].error
         assert len(report.added) == 5  # the four good files and the empty one
         assert any("empty" in w for w in report.warnings)
-        assert [Path(p).name for p in report.skipped] == ["image.png"]
+        assert [Path(p).name for p in report.skipped] == ["tool.exe"]
 
         with pytest.raises(UnsupportedFormatError, match=r"\.md"):
-            idx.ingest([docs / "image.png"])
+            idx.ingest([docs / "tool.exe"])
         with pytest.raises(SourceNotFoundError):
             idx.ingest([docs / "missing.txt"])
         with pytest.raises(QueryError):

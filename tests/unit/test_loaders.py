@@ -159,11 +159,12 @@ def test_corrupt_pdf_is_an_error_naming_the_file(tmp_path: Path) -> None:
         load(path)
 
 
-def test_pdf_without_text_warns_about_scans(tmp_path: Path) -> None:
+def test_pdf_of_blank_pages_warns_that_it_has_no_text(tmp_path: Path) -> None:
+    # Scanned pages (images) are read by OCR: tests/unit/test_loaders_scans.py.
     path = write_pdf(tmp_path / "scan.pdf", ["", ""])
     result = load(path)
     assert result.documents == []
-    assert "scan.pdf" in result.warnings[0] and "scanned images" in result.warnings[0]
+    assert "scan.pdf" in result.warnings[0] and "no extractable text" in result.warnings[0]
 
 
 # --- HTML --------------------------------------------------------------------------------
@@ -273,21 +274,23 @@ def test_missing_file_is_source_not_found(tmp_path: Path) -> None:
 
 def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
     assert supported_extensions() == [
-        ".htm", ".html", ".jsonl", ".markdown", ".md", ".pdf", ".rst", ".text", ".txt",
+        ".csv", ".docx", ".eml", ".epub", ".htm", ".html", ".ipynb", ".jpeg", ".jpg", ".jsonl", ".markdown",
+        ".mbox", ".md", ".ods", ".odt", ".pdf", ".png", ".pptx", ".rst", ".rtf", ".text", ".tif", ".tiff",
+        ".tsv", ".txt", ".xlsm", ".xlsx",
     ]
-    assert is_supported("A/B/README.MD") and not is_supported("photo.png")
+    assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
 
-    class CsvLoader(Loader):
-        name = "csv"
-        extensions = (".csv",)
+    class OrgLoader(Loader):
+        name = "org"
+        extensions = (".org",)
 
         def load(self, path: Path, source: str) -> LoadResult:
             return LoadResult([])
 
-    monkeypatch.setitem(registry._registered["loader"], "csv", CsvLoader)
-    assert ".csv" in supported_extensions()
-    assert isinstance(loader_for("table.csv"), CsvLoader)
+    monkeypatch.setitem(registry._registered["loader"], "org", OrgLoader)
+    assert ".org" in supported_extensions()
+    assert isinstance(loader_for("notes.org"), OrgLoader)
 
 
 # --- sample corpus -----------------------------------------------------------------------
@@ -307,3 +310,53 @@ def test_sample_corpus_loads_cleanly_and_answers_the_readme_question(sample_docs
         assert word in guide
     assert all(len(doc.text) > 3000 for doc in documents.values()), {k: len(d.text) for k, d in documents.items()}
 
+
+
+def test_loaders_parse_the_bytes_they_are_given_not_the_file_as_it_is_now(tmp_path: Path, monkeypatch) -> None:
+    from ragloom.types import Document
+
+    note = tmp_path / "note.md"
+    note.write_text("# Now\n\nthe file as it is now")
+    [document] = load_file(note, str(note), b"# Then\n\nthe bytes read and hashed").documents
+    assert document.title == "Then" and "hashed" in document.text
+    paper = tmp_path / "paper.pdf"
+    write_pdf(paper, ["The first version of the paper."])
+    data = paper.read_bytes()
+    write_pdf(paper, ["A second version."])
+    assert "first version" in load_file(paper, str(paper), data).documents[0].text
+
+    class PathOnly(Loader):  # a plugin that only knows how to read a file
+        name = "pathonly"
+        extensions = (".po",)
+
+        def load(self, path: Path, source: str) -> LoadResult:
+            return LoadResult([Document(path.read_text(), source, path.name)])
+
+    monkeypatch.setitem(registry._registered["loader"], "pathonly", PathOnly)
+    po = tmp_path / "x.po"
+    po.write_text("on disk")
+    [document] = load_file(po, str(po), b"as read").documents
+    assert (document.text, document.doc_id) == ("as read", "x.po")
+
+
+def test_a_file_that_keeps_changing_while_read_is_rejected(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    from ragloom.ingest import files
+
+    path = tmp_path / "busy.txt"
+    path.write_text("one")
+    real_stat, calls = os.stat, []
+
+    def stat_after_a_rewrite(target, *args, **kwargs):  # another writer renames a new file over it each read
+        calls.append(target)
+        if len(calls) % 2 == 0:
+            (tmp_path / "new").write_text(f"version {len(calls)}")
+            os.replace(tmp_path / "new", path)
+        return real_stat(target, *args, **kwargs)
+
+    monkeypatch.setattr(files.os, "stat", stat_after_a_rewrite)
+    with pytest.raises(files.FileRejected, match="changed while being read"):
+        files.read_regular_file(path, 1000)
+    monkeypatch.setattr(files.os, "stat", real_stat)
+    assert files.read_regular_file(path, 1000).data.startswith(b"version")

@@ -94,3 +94,27 @@ def test_lru_cache_evicts_the_least_recent() -> None:
     assert normalise_query("  Kalman\tFILTER ") == "kalman filter"
     assert result_key("a", 1, where={"x": 1, "y": 2}) == result_key("A ", 1, where={"y": 2, "x": 1})
     assert result_key("a", 1) != result_key("a", 2)
+
+
+def test_apostrophes_are_not_quotes_and_quotes_are_preferences() -> None:
+    found = understand("I'd like the users' guide, the 'scoped' notes and it's \u201cfull text\u201d", UnderstandConfig())
+    assert found.phrases == ["scoped", "full text"] and found.required_phrases == []
+    assert "I'd" in found.text and "users'" in found.text
+    strict = understand('logs +"exit code 3" and "retry"', UnderstandConfig())
+    assert strict.required_phrases == ["exit code 3"] and strict.phrases == ["retry"]
+    assert understand("don't 'cut here", UnderstandConfig()).phrases == []  # one quote: just a character
+
+
+def test_quoted_phrases_lift_the_hits_that_hold_them_and_filter_only_with_k_left() -> None:
+    from ragloom.retrieve.base import QueryPlan
+    from ragloom.retrieve.pipeline import apply_phrases
+    from ragloom.types import Hit
+
+    hits = [Hit(f"c{i}", text, 1.0 - i / 10, i + 1, "/s") for i, text in
+            enumerate(["no match", "the red fox", "nothing", "a Red  Fox runs"])]
+    lifted = apply_phrases(hits, QueryPlan("fox", k=3, phrases=("red fox",)))
+    assert [h.chunk_id for h in lifted] == ["c1", "c3", "c0", "c2"]
+    assert [h.score for h in lifted] == sorted((h.score for h in lifted), reverse=True)
+    assert [h.chunk_id for h in apply_phrases(hits, QueryPlan("fox", k=2, phrases=("red fox",)))] == ["c1", "c3"]
+    assert apply_phrases(hits, QueryPlan("x", k=3, phrases=("absent",))) == hits
+    assert apply_phrases(hits, QueryPlan("x", k=3, required_phrases=("absent",))) == []

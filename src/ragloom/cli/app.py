@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import warnings
@@ -10,7 +11,7 @@ from typing import Any, Optional
 
 import typer
 
-from ..errors import RagloomError, RagloomWarning
+from ..errors import DiskFullError, RagloomError, RagloomWarning
 from .arguments import hoist_global_options
 from .shared import State, debug_mode, err_console, notice, show_warning
 
@@ -106,6 +107,8 @@ def _report_error(exc: Exception) -> int:
         traceback.print_exception(exc, file=sys.stderr)
     if isinstance(exc, RagloomError):
         notice("error:", "bold red", str(exc))
+    elif isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        notice("error:", "bold red", str(DiskFullError(exc.filename or "the index")))
     elif isinstance(exc, OSError) and exc.strerror:
         # A path the user gave that cannot be read or written: the OS says why.
         where = f"{exc.filename}: " if exc.filename is not None else ""

@@ -94,6 +94,8 @@ def print_report(report: IngestReport) -> None:
     table.add_row("chunks written", str(report.chunks_written))
     table.add_row("chunks embedded", str(report.chunks_embedded))
     table.add_row("tokens embedded", str(report.tokens_embedded))
+    if report.ocr_pages:
+        table.add_row("pages read by OCR", str(report.ocr_pages))
     table.add_row("time", f"{report.seconds:.2f} s")
     console.print(table)
     if report.skipped:

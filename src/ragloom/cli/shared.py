@@ -104,8 +104,11 @@ def show_warning(message, category, filename, lineno, file=None, line=None) -> N
 
 
 def display_path(path: str) -> str:
-    """A source path as the user would type it: relative to the current folder when inside it."""
+    """A source path as the user would type it: relative to the current folder when inside it, a name
+    that differs from its twin only in Unicode normalisation told apart (``distinguishable``)."""
+    from ..ingest.files import distinguishable
+
     try:
-        return str(Path(path).relative_to(Path.cwd()))
+        return distinguishable(str(Path(path).relative_to(Path.cwd())))
     except ValueError:
-        return path
+        return distinguishable(path)

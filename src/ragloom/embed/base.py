@@ -37,6 +37,9 @@ class Embedder(ABC):
     #: ONNX exports do, see ``quantises_per_batch``). Then a vector is a function of the text and
     #: the model only, so an ingest resumed after a crash reproduces a clean build.
     one_text_per_batch: bool = False
+    #: The most tokens of one text (``count_tokens``) the model reads; the rest would be cut off
+    #: unseen, so chunks are kept within it. None: no known limit.
+    max_input_tokens: int | None = None
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:

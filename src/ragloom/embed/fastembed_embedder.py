@@ -42,6 +42,7 @@ class FastEmbedEmbedder(LocalEmbedder):
         if tokenizer is not None:  # fastembed truncates at the model's limit; honour a lower one
             limit = (tokenizer.truncation or {}).get("max_length", max_tokens)
             tokenizer.enable_truncation(max_length=min(max_tokens, limit))
+            self.max_input_tokens = min(max_tokens, limit) - 2  # [CLS] text [SEP]
         self._counter = _untruncated(tokenizer)
         return {}
 

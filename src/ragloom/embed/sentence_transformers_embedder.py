@@ -24,6 +24,7 @@ class SentenceTransformerEmbedder(LocalEmbedder):
             require("torch", feature="the sentence-transformers embedder", **_EXTRA).set_num_threads(threads)
         self._model = load_model(self.provider, model, lambda: st.SentenceTransformer(model, device=device))
         self._model.max_seq_length = min(max_tokens, self._model.max_seq_length or max_tokens)
+        self.max_input_tokens = self._model.max_seq_length - 2  # [CLS] text [SEP]
         dimension = getattr(self._model, "get_embedding_dimension", None)  # the newer name
         self.dimension = int((dimension or self._model.get_sentence_embedding_dimension)())
         return getattr(self._model, "prompts", None) or {}

@@ -15,12 +15,16 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import PathPolicy
+
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 #: Called with (where, why) for every entry that cannot be read.
 OnError = Callable[[str, str], None]
@@ -62,6 +66,32 @@ def display_name(path: str | Path) -> str:
     """``path`` as printable text: bytes that are not UTF-8 shown as ``\\xff`` escapes."""
     raw = os.fsencode(path)
     return raw.decode("utf-8", errors="backslashreplace")
+
+
+def distinguishable(name: str) -> str:
+    r"""``name`` as printed: a name not in Unicode NFC (``cafe\u0301.md``, as macOS writes it) shows its
+    combining marks as ``\u0301`` escapes, so it does not look the same as its NFC twin (``café.md``);
+    ``sources_named`` takes it back in that form."""
+    if unicodedata.is_normalized("NFC", name):
+        return name
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.combining(c) else c for c in name)
+
+
+def sources_named(target: str, sources: Sequence[str]) -> list[str]:
+    r"""The sources that ``target`` (a source id: a file, or a folder holding files) names. As typed
+    it may differ from the stored name in its Unicode normalisation, or spell combining marks as
+    ``\u0301`` (as ``distinguishable`` prints them): an exact match wins, then an unescaped one,
+    then one equal after normalisation."""
+    def under(name: str, wanted: str) -> bool:
+        return name == wanted or name.startswith(wanted.rstrip("/") + "/")
+
+    unescaped = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), target)
+    for wanted in dict.fromkeys([target, unescaped]):
+        found = [name for name in sources if under(name, wanted)]
+        if found:
+            return found
+    folded = unicodedata.normalize("NFC", unescaped)
+    return [name for name in sources if under(unicodedata.normalize("NFC", name), folded)]
 
 
 def name_problem(path: str | Path) -> str | None:
@@ -124,11 +154,32 @@ def walk(
             yield path
 
 
+#: Reads of a file that keeps changing while it is read, before it is reported instead.
+READ_ATTEMPTS = 3
+
+
 def read_regular_file(path: Path, max_bytes: int, policy: PathPolicy | None = None) -> FileContent:
     """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` (and, with a
-    ``policy``, the file opened lies inside its roots); else FileRejected."""
+    ``policy``, the file opened lies inside its roots); else FileRejected.
+
+    The bytes are one version of the file: a file written to or replaced (renamed over)
+    while it was read is read again, and rejected if it never holds still."""
     if policy is not None and not policy.contains(os.path.realpath(path)):  # says nothing of a file outside
         raise FileRejected(f"refused: it leads outside {policy.describe()}")
+    for _ in range(READ_ATTEMPTS):
+        content, before, after = _read_once(path, max_bytes, policy)
+        if before == after:
+            return content
+    raise FileRejected(
+        f"skipped: it changed while being read, {READ_ATTEMPTS} times; its indexed version (if any) is kept — "
+        "ingest again once it is no longer being written"
+    )
+
+
+def _read_once(path: Path, max_bytes: int, policy: PathPolicy | None,
+               ) -> tuple[FileContent, tuple[int, ...], tuple[int, ...] | None]:
+    """The bytes read, the opened file's identity before reading, and the identity after reading
+    of the file that ``path`` names then (None if it is gone)."""
     try:
         info = os.stat(path)
     except OSError as exc:
@@ -146,9 +197,19 @@ def read_regular_file(path: Path, max_bytes: int, policy: PathPolicy | None = No
         info = os.fstat(fd)
         _check_kind_and_size(info, max_bytes)
         data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:  # it grew while being read
-        raise FileRejected(_too_large(len(data), max_bytes))
-    return FileContent(data, info.st_mtime, len(data))
+        if len(data) > max_bytes:  # it grew while being read
+            raise FileRejected(_too_large(len(data), max_bytes))
+        after = _identity(os.fstat(fd))
+    try:
+        named = _identity(os.stat(path))
+    except OSError:
+        named = None
+    return FileContent(data, info.st_mtime, len(data)), _identity(info), after if after == named else None
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is written to or another file takes its name."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _check_kind_and_size(info: os.stat_result, max_bytes: int) -> None:

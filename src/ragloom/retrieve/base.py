@@ -50,8 +50,10 @@ class QueryPlan:
     original: str = ""
     conditions: tuple[Condition, ...] = ()
     where: Mapping[str, Any] = field(default_factory=dict)
-    #: Phrases that must appear in a hit's text (from ``"quoted phrase"`` in the query).
+    #: Quoted phrases (``"a phrase"``): the hits that contain them rank first.
     phrases: tuple[str, ...] = ()
+    #: Phrases that must appear in a hit's text (``+"a phrase"``).
+    required_phrases: tuple[str, ...] = ()
     hints: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     min_score: float | None = None
@@ -107,6 +109,7 @@ class SearchResult:
             "hits": [hit.to_dict() for hit in self.hits],
             "plan": {"text": self.plan.text, "original": self.plan.original, "k": self.plan.k,
                      "where": dict(self.plan.where), "phrases": list(self.plan.phrases),
+                     "required_phrases": list(self.plan.required_phrases),
                      "hints": dict(self.plan.hints), "notes": list(self.plan.notes), "preset": self.plan.preset},
             "trace": [step.to_dict() for step in self.trace],
             "elapsed_ms": round(self.elapsed_ms, 3),

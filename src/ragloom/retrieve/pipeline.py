@@ -86,7 +86,7 @@ class Pipeline:
         """Retrieve, then each stage in turn. With a ``fallback`` retriever (grep), a failing
         embedder or an empty result is answered by it, with a warning, instead of an error."""
         started = time.perf_counter()
-        depth = self.depth(plan.k) * (_PHRASE_FETCH if plan.phrases else 1)
+        depth = self.depth(plan.k) * (_PHRASE_FETCH if plan.phrases or plan.required_phrases else 1)
         trace: list[StageTrace] = []
         began = time.perf_counter()
         with span(f"ragloom.retrieve.{self.retriever.name}", **{"ragloom.depth": depth}) as current:
@@ -96,7 +96,7 @@ class Pipeline:
                 if fallback is None or isinstance(exc, ModelMismatchError):
                     raise
                 return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
-            hits = keep_phrases(materialise(retrieved, depth, context), plan.phrases)
+            hits = apply_phrases(materialise(retrieved, depth, context), plan)
             set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
         trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
         for stage in self.stages:
@@ -117,7 +117,7 @@ class Pipeline:
         return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
 
 
-#: Candidates fetched per hit returned when quoted phrases must appear (most candidates lack them).
+#: Candidates fetched per hit returned when the query quotes phrases (most candidates lack them).
 _PHRASE_FETCH = 4
 
 
@@ -127,6 +127,30 @@ def _ran_with(step: Retriever | Stage, plan: QueryPlan, config: Config) -> dict[
         return ran_with(plan, config)
     options = getattr(step, "options", None)
     return options.model_dump(mode="json", by_alias=True) if isinstance(options, BaseModel) else {}
+
+
+def apply_phrases(hits: list[Hit], plan: QueryPlan) -> list[Hit]:
+    """Hits after the query's quoted phrases: only those holding every ``+"required"`` phrase;
+    of those, the ones holding every quoted phrase, if there are ``k`` of them, else all of them
+    with the ones holding the phrases ranked first. A quote narrows a search, never empties it."""
+    hits = keep_phrases(hits, plan.required_phrases)
+    if not plan.phrases:
+        return hits
+    holding = keep_phrases(hits, plan.phrases)
+    if len(holding) >= plan.k:
+        return holding
+    chosen = {hit.chunk_id for hit in holding}
+    return lift(holding, [hit for hit in hits if hit.chunk_id not in chosen])
+
+
+def lift(first: list[Hit], rest: list[Hit]) -> list[Hit]:
+    """``first`` then ``rest``, scores raised so that each of ``first`` outscores all of ``rest``
+    (by the same amount, so the order within ``first`` is kept)."""
+    if not first or not rest:
+        return first + rest
+    gap = max(h.score for h in rest) - min(h.score for h in first)
+    raise_by = max(gap, 0.0) + 1e-6
+    return [replace(hit, score=hit.score + raise_by) for hit in first] + rest
 
 
 def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
@@ -146,7 +170,7 @@ def _fall_back(
     began = time.perf_counter()
     with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
         retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
-        hits = keep_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan.phrases)
+        hits = apply_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan)
     if hits or not quiet_if_empty:
         warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
                       stacklevel=5)

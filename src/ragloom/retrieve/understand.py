@@ -1,8 +1,9 @@
 """Query understanding: deterministic rules that turn parts of a query into a plan.
 
 ``source:guide.md``, ``tag:x``, ``after:2024-01-01`` (the operators in
-``search.understand.operators``) become filters; ``"a quoted phrase"`` must appear in
-every hit; pattern rules (``phase 2`` -> boost or filter ``phase = 2``) become filters
+``search.understand.operators``) become filters; a ``"quoted phrase"`` (also ``“…”`` or
+``'…'``) raises the passages that contain it, and ``+"a phrase"`` must appear in every hit.
+An apostrophe inside a word (``I'd``, ``users'``) never opens a quote. Pattern rules (``phase 2`` -> boost or filter ``phase = 2``) become filters
 or boost hints; a query that looks like an identifier (``snake_case``, ``CamelCase``,
 ``E1234``) gets more lexical weight (``hints["alpha"]``). Operators are removed from the
 text the retrievers see. Anything that does not parse — an unknown operator, an empty
@@ -20,11 +21,19 @@ from datetime import date
 from typing import Any
 
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
+from ..errors import QueryTooLongError
 from ..filters import Condition, parse_where
 from .base import QueryPlan
 
 _OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
-_PHRASE = re.compile(r'"([^"]+)"')
+#: A quoted phrase, with ``+`` before it when the user asks it to appear in every hit. Single
+#: quotes count only at word edges, so the apostrophes of ``I'd`` or ``users' guide`` do not.
+_PHRASE = re.compile(
+    r'(?P<plus>(?<!\S)\+)?(?:"(?P<double>[^"]+)"|\u201c(?P<curly>[^\u201c\u201d]+)\u201d'
+    r"|(?<![\w'])'(?P<single>[^']*?\w[^']*?)'(?![\w']))"
+)
+#: The same without double quotes, for a query whose double quotes do not pair up.
+_PHRASE_UNPAIRED = re.compile(_PHRASE.pattern.replace('"(?P<double>[^"]+)"|', ""))
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -36,6 +45,7 @@ class Understood:
     conditions: list[Condition] = field(default_factory=list)
     where: dict[str, Any] = field(default_factory=dict)
     phrases: list[str] = field(default_factory=list)
+    required_phrases: list[str] = field(default_factory=list)
     hints: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -68,6 +78,11 @@ def plan_query(
     settings: SearchConfig, sources: Callable[[], Sequence[str]] = lambda: (),
 ) -> QueryPlan:
     """The plan of a search: the caller's settings plus what the rules found in the text."""
+    if len(query) > settings.max_query_chars:  # before it is embedded, cached or written to the audit log
+        raise QueryTooLongError(
+            f"the query has {len(query):,} characters; the limit is {settings.max_query_chars:,} "
+            "(search.max_query_chars): shorten it, or raise the limit in ragloom.yaml"
+        )
     understood = understand(query, settings.understand, sources)
     merged: dict[str, Any] = dict(where or {})
     for key, spec in understood.where.items():  # shown in the audit log; part of the cache key
@@ -75,7 +90,7 @@ def plan_query(
     return QueryPlan(
         text=understood.text, original=query, k=k,
         conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
-        phrases=tuple(understood.phrases), hints=understood.hints, notes=tuple(understood.notes),
+        phrases=tuple(understood.phrases), required_phrases=tuple(understood.required_phrases), hints=understood.hints, notes=tuple(understood.notes),
         min_score=settings.min_score if min_score is None else min_score, preset=preset,
     )
 
@@ -141,15 +156,22 @@ def _valid_date(value: str) -> bool:
 
 
 def _phrases(text: str, out: Understood) -> str:
-    if text.count('"') % 2:  # unbalanced: the quotes are just characters
-        return text
-    for phrase in _PHRASE.findall(text):
-        phrase = " ".join(phrase.split())
+    pattern = _PHRASE_UNPAIRED if text.count('"') % 2 else _PHRASE  # an unbalanced " is just a character
+
+    def take(match: re.Match[str]) -> str:
+        raw = match.group("double") or match.group("curly") or match.group("single") or ""
+        phrase = " ".join(raw.split())
         if phrase:
-            out.phrases.append(phrase)
-            out.notes.append(f'"{phrase}" must appear in every hit')
-    # The phrase's words stay in the text, so BM25 and the embedding still see them.
-    return _PHRASE.sub(lambda m: f" {m.group(1)} ", text)
+            if match.group("plus"):
+                out.required_phrases.append(phrase)
+                out.notes.append(f'+"{phrase}" must appear in every hit')
+            else:
+                out.phrases.append(phrase)
+                out.notes.append(f'"{phrase}" ranks the passages that contain it first')
+        # The phrase's words stay in the text, so BM25 and the embedding still see them.
+        return f" {raw} "
+
+    return pattern.sub(take, text)
 
 
 def _rule(text: str, rule: MatchRule, out: Understood) -> str:

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from .. import errors
 from ..config import Config
 from ..errors import ConfigError, IndexLockedError, QueryError
 from ..index import Index
@@ -239,7 +240,7 @@ def _reload_lexical(index: Index) -> None:
         reload()
 
 
-class QueryTooLongError(QueryError):
+class QueryTooLongError(errors.QueryTooLongError):
     """The query is longer than server.max_query_chars."""
 
     status, code = 422, "query_too_long"

@@ -61,7 +61,8 @@ class Chunkers:
         if strategy not in self._made:
             embedder = self.parts.embedder
             chunker = create_chunker(
-                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets
+                settings.model_copy(update={"strategy": strategy}), embedder.count_tokens, embedder.token_offsets,
+                embedder.max_input_tokens, embedder.model_id,
             )
             if hasattr(chunker, "bind"):  # model-driven chunkers (semantic, agentic, proposition)
                 chunker.bind(ChunkerServices.of_parts(self.parts))

@@ -10,10 +10,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from .base import TokenCounter, TokenOffsets
+
+TokenCounter = Callable[[str], int]
+#: Character span of each token of a text (from the embedder's tokenizer), or None.
+TokenOffsets = Callable[[str], "list[tuple[int, int]] | None"]
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    section_path: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: Text put before the span's own (a table's header, repeated in each piece of the table).
+    prefix: str = ""
+
 
 _WORD = re.compile(r"\w")
 

@@ -13,7 +13,7 @@ from ...types import Document
 from ...models.sentences import paragraph_ranges, sentence_ranges  # noqa: F401 - the chunkers' units
 from ._tokens import TokenMeter
 from .base import Chunker, Span
-from .recursive import split_recursive
+from ._split import split_recursive
 
 
 class UnitChunker(Chunker):

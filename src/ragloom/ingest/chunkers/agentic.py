@@ -20,7 +20,7 @@ from ._services import LLMChunkerMixin
 from ._tokens import TokenMeter
 from ._units import UnitChunker, fitting_units, pack, sentence_ranges
 from .base import Span
-from .recursive import split_recursive
+from ._split import split_recursive
 
 #: Tokens of sentences shown to the model at once.
 _WINDOW_TOKENS = 1200

@@ -9,24 +9,12 @@ strategy.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ...config import ChunkingConfig
 from ...types import Chunk, Document, content_hash
-
-TokenCounter = Callable[[str], int]
-#: Character span of each token of a text (from the embedder's tokenizer), or None.
-TokenOffsets = Callable[[str], "list[tuple[int, int]] | None"]
-
-
-@dataclass(frozen=True)
-class Span:
-    start: int
-    end: int
-    section_path: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
+from ._tokens import Span, TokenCounter, TokenOffsets  # noqa: F401 - the chunker interface's types
 
 
 class Chunker(ABC):
@@ -40,16 +28,20 @@ class Chunker(ABC):
         config: ChunkingConfig,
         count_tokens: TokenCounter,
         token_offsets: TokenOffsets | None = None,
+        max_tokens: int | None = None,
     ) -> None:
+        """``max_tokens``: the most the embedder reads of one text; longer chunks are cut (None: no limit)."""
         self.config = config
         self.count_tokens = count_tokens
         self.token_offsets = token_offsets
+        self.max_tokens = max_tokens
 
     @property
     def policy(self) -> str:
         """Identifies the splitting rules and their parameters; part of every chunk id."""
         c = self.config
-        return f"{self.name}/v{self.version}/size={c.chunk_size}/overlap={c.chunk_overlap}"
+        fit = f"/fit={self.max_tokens}" if self.max_tokens is not None else ""
+        return f"{self.name}/v{self.version}/size={c.chunk_size}/overlap={c.chunk_overlap}{fit}"
 
     @abstractmethod
     def split(self, document: Document) -> list[Span]:
@@ -68,18 +60,36 @@ class Chunker(ABC):
             )
         return spans
 
+    def fitted_spans(self, document: Document) -> list[tuple[Span, str, int]]:
+        """Each span with its text and token count, a span the embedder could not read whole cut
+        into pieces that it can (``_fit``)."""
+        from ._fit import fit_spans, piece_text
+        from ._tokens import TokenMeter
+
+        out: list[tuple[Span, str, int]] = []
+        meter: TokenMeter | None = None
+        for span in self.spans(document):
+            text = piece_text(document.text, span)
+            tokens = self.count_tokens(text)
+            if self.max_tokens is None or tokens <= self.max_tokens:
+                out.append((span, text, tokens))
+                continue
+            meter = meter or TokenMeter(document.text, self.count_tokens, self.token_offsets)
+            for piece in fit_spans(meter, span, self.max_tokens, self.count_tokens):
+                piece_body = piece_text(document.text, piece)
+                out.append((piece, piece_body, self.count_tokens(piece_body)))
+        return out
+
     def chunk(self, document: Document) -> list[Chunk]:
         chunks: list[Chunk] = []
         policy = self.policy
-        for span in self.spans(document):
-            text = document.text[span.start : span.end]
+        for span, text, tokens in self.fitted_spans(document):
             if not text.strip():
                 continue
             index = len(chunks)
             metadata: dict[str, Any] = dict(document.metadata)
             metadata.update(span.metadata)
             section = " > ".join(span.section_path)
-            tokens = self.count_tokens(text)
             metadata.update(
                 source=document.source,
                 doc_id=document.doc_id,
@@ -93,8 +103,11 @@ class Chunker(ABC):
             )
             page = document.page_at(span.start)
             if page is not None:
-                metadata["page"] = page
-                metadata["page_end"] = document.page_at(max(span.start, span.end - 1))
+                label = document.page_label
+                metadata[label] = page
+                metadata[f"{label}_end"] = document.page_at(max(span.start, span.end - 1))
+                if len(document.page_metadata) >= page:
+                    metadata.update(document.page_metadata[page - 1])
             chunks.append(
                 Chunk(
                     id=Chunk.make_id(document.source, document.doc_id, index, span.start, span.end, policy),
@@ -114,9 +127,22 @@ class Chunker(ABC):
 
 
 def create_chunker(
-    config: ChunkingConfig, count_tokens: TokenCounter, token_offsets: TokenOffsets | None = None
+    config: ChunkingConfig, count_tokens: TokenCounter, token_offsets: TokenOffsets | None = None,
+    max_tokens: int | None = None, model: str = "the embedder",
 ) -> Chunker:
+    """The configured chunker. ``max_tokens``: the most ``model`` reads of one text; a
+    ``chunking.chunk_size`` set above it is refused, as its chunks would be cut short (the default
+    size is lowered to it: all-MiniLM-L6 reads 254 tokens besides its two special ones)."""
     from ... import registry
+    from ...errors import ConfigError
 
+    if max_tokens is not None and config.chunk_size > max_tokens:
+        if "chunk_size" in config.model_fields_set:
+            raise ConfigError(
+                f"chunking.chunk_size is {config.chunk_size} tokens, but {model} reads at most {max_tokens} tokens "
+                f"of a text; set chunking.chunk_size to {max_tokens} or less"
+            )
+        config = config.model_copy(update={"chunk_size": max_tokens,
+                                           "chunk_overlap": min(config.chunk_overlap, max_tokens // 4)})
     cls = registry.resolve("chunker", config.strategy)
-    return cls(config, count_tokens, token_offsets)
+    return cls(config, count_tokens, token_offsets, max_tokens)

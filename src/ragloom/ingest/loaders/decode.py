@@ -70,9 +70,8 @@ def guess_encoding(data: bytes) -> str:
     return results[0].encoding
 
 
-def read_text(path: Path, source: str) -> tuple[str, list[str]]:
-    """Decoded text of a text-type file; CorruptDocumentError if it is binary."""
-    data = path.read_bytes()
+def decode_text(data: bytes, path: Path, source: str) -> tuple[str, list[str]]:
+    """Decoded text of the bytes of a text-type file; CorruptDocumentError if it is binary."""
     if looks_binary(data):
         raise CorruptDocumentError(
             f"{source} looks like a binary file (it contains NUL bytes) although its name "

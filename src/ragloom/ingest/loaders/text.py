@@ -7,14 +7,17 @@ from pathlib import Path
 
 from ...types import Document
 from .base import LoadResult, Loader
-from .decode import empty_result, read_text
+from .decode import decode_text, empty_result
 
 
 class TextFileLoader(Loader):
     """Decodes the file, refuses binary content, reports empty files; subclasses parse."""
 
     def load(self, path: Path, source: str) -> LoadResult:
-        text, warnings = read_text(path, source)
+        return self.load_bytes(path.read_bytes(), path, source)
+
+    def load_bytes(self, data: bytes, path: Path, source: str) -> LoadResult:
+        text, warnings = decode_text(data, path, source)
         if not text.strip():
             return empty_result(source)
         result = self.parse(text, path, source)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ... import audit
-from ...errors import IndexReadOnlyError, StoreError
+from ...errors import IndexReadOnlyError, IndexReplacedError, StoreError
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
 from . import vectorlog
@@ -74,6 +74,7 @@ class Catalog:
         #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
         self.operation: dict[str, Any] | None = None
         self.db = connect(path, read_only)
+        self._identity = _identity(path)
         if read_only:
             self.db.execute("PRAGMA foreign_keys=ON")
             found = self.get_meta("schema_version") if self._has_table("meta") else None
@@ -115,8 +116,18 @@ class Catalog:
             raise IndexReadOnlyError(
                 f"the index at {self.path.parent} is open read-only; writing needs write permission on it"
             )
+        self.check_not_replaced()
         with immediate_transaction(self.db) as db:
             yield db
+
+    def check_not_replaced(self) -> None:
+        """IndexReplacedError if the database at ``path`` is no longer the one this catalog opened:
+        ``ingest --rebuild`` in another process moved it aside and is building a new index there."""
+        if _identity(self.path) != self._identity:
+            raise IndexReplacedError(
+                f"another process is rebuilding the index at {self.folder} (`ingest --rebuild` moved the one this "
+                "command opened aside); wait for it to finish, then run this command again"
+            )
 
     # -- meta ---------------------------------------------------------------------------
     def get_meta(self, key: str) -> Any:
@@ -246,7 +257,11 @@ class Catalog:
         ).fetchone()
         key = (json.loads(row[0]) if row[0] else "", int(row[1] or 0), int(row[2] or 0))
         if self._view is None or self._view[0] != key:
-            self._view = (key, vectorlog.open_view(self.folder / key[0], key[1], key[2]))
+            try:
+                self._view = (key, vectorlog.open_view(self.folder / key[0], key[1], key[2]))
+            except StoreError:
+                self.check_not_replaced()  # the vector file of the new index, not of this database
+                raise
         return self._view[1]
 
     def tidy_vector_files(self) -> None:
@@ -410,6 +425,14 @@ class _HashOnly:
 
     def __init__(self, content_hash: str) -> None:
         self.content_hash = content_hash
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _split(script: str) -> list[str]:

@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ...errors import IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
+from ...errors import DiskFullError, IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
 
-SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 14, 26
+SQLITE_READONLY, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 11, 13, 14, 26
+#: Extended code: a WAL database whose folder cannot hold the ``-shm`` file (not this user's folder).
+SQLITE_READONLY_DIRECTORY = 1544
 
 
 def translated(exc: sqlite3.Error, path: Path) -> Exception:
@@ -27,6 +29,8 @@ def translated(exc: sqlite3.Error, path: Path) -> Exception:
             f"the index database {path} is damaged ({text}); rebuild the index with "
             "`ragloom ingest --rebuild PATH...` (the damaged one is kept beside it), or restore it from a backup"
         )
+    if code == SQLITE_FULL or "disk is full" in text:
+        return DiskFullError(f"the index at {path.parent}")
     if code == SQLITE_READONLY or "readonly database" in text:
         return IndexReadOnlyError(
             f"the index at {path.parent} is read-only here ({text}); reading works, writing needs "
@@ -93,11 +97,12 @@ def connect(path: Path, read_only: bool = False) -> GuardedConnection:
             db = sqlite3.connect(target, uri=read_only, timeout=30.0, isolation_level=None,
                                  check_same_thread=False, factory=GuardedConnection)
             db.index_path = path
-            db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            # A plain cursor: the probe's SQLite error decides the next attempt before it is translated.
+            sqlite3.Cursor(db).execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return db
         except sqlite3.Error as exc:
-            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
-            if attempt < len(attempts) and code == SQLITE_CANTOPEN:
+            extended = getattr(exc, "sqlite_errorcode", 0) or 0
+            if attempt < len(attempts) and (extended & 0xFF == SQLITE_CANTOPEN or extended == SQLITE_READONLY_DIRECTORY):
                 continue
             error = translated(exc, path)
             if error is not exc:

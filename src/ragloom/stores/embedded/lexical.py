@@ -10,17 +10,23 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
+import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 import tantivy
 
+from ...errors import DiskFullError
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
 
 ANALYZER = "ragloom_en"
+#: Files tantivy writes readable by their owner only; other users who may read the index need them.
+_PRIVATE_FILES = ("meta.json", ".managed.json")
 
 
 def english_analyzer() -> tantivy.TextAnalyzer:
@@ -52,6 +58,25 @@ def _document(row: int, chunk: Chunk) -> tantivy.Document:
     return document
 
 
+def _nearly_full(folder: Path) -> bool:
+    """Whether the disk holding ``folder`` has less than a megabyte left."""
+    try:
+        return shutil.disk_usage(folder).free < 1_000_000
+    except OSError:
+        return False
+
+
+def _share_like(model: Path, files: Sequence[Path]) -> None:
+    """Give ``files`` the permissions of ``model`` (a file written with the user's umask)."""
+    try:
+        mode = stat.S_IMODE(model.stat().st_mode)
+        for file in files:
+            if file.exists():
+                os.chmod(file, mode)
+    except OSError:  # not ours to change: readers who cannot read it rebuild BM25 in memory
+        pass
+
+
 class LexicalIndex:
     """A tantivy index of (row, chunk id, source, text)."""
 
@@ -65,6 +90,8 @@ class LexicalIndex:
         self._analyzer = english_analyzer()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
+        #: Where the files were copied to be read without a lock (``_open_unlocked``), if they were.
+        self._copy: Path | None = None
         self.index = self._open()
 
     def _open(self) -> tantivy.Index:
@@ -72,7 +99,7 @@ class LexicalIndex:
         self.schema = schema
         if self.read_only:
             try:
-                index = tantivy.Index.open(str(self.folder))
+                index = self._open_unlocked()
             except BaseException as exc:  # missing or damaged (tantivy may panic): rebuilt in memory
                 if not is_damage(exc):
                     raise
@@ -93,6 +120,23 @@ class LexicalIndex:
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
         index.register_tokenizer(ANALYZER, self._analyzer)
         return index
+
+    def _open_unlocked(self) -> tantivy.Index:
+        """The index on disk, for reading. Tantivy takes a lock file to open one, which this user
+        cannot create in a folder they may not write (another user's index, a read-only mount):
+        then a private copy of the files is opened instead, which needs no lock where it lies."""
+        try:
+            return tantivy.Index.open(str(self.folder))
+        except ValueError as exc:
+            if "Lockfile" not in str(exc) or not (self.folder / "meta.json").is_file():
+                raise
+        self._copy = Path(tempfile.mkdtemp(prefix="ragloom-bm25-"))
+        weakref.finalize(self, shutil.rmtree, self._copy, True)
+        # meta.json first: the segments it names outlive it, so a commit meanwhile cannot strand it.
+        for name in ["meta.json", *sorted(os.listdir(self.folder))]:
+            if not name.startswith(".tantivy-") and not (self._copy / name).exists():
+                shutil.copyfile(self.folder / name, self._copy / name)
+        return tantivy.Index.open(str(self._copy))
 
     def _in_memory(self) -> tantivy.Index:
         self.in_memory = True
@@ -133,6 +177,7 @@ class LexicalIndex:
         tmp = self.folder / "ragloom-state.tmp"
         tmp.write_text(json.dumps({"generation": generation}))
         os.replace(tmp, self.folder / "ragloom-state.json")
+        _share_like(self.folder / "ragloom-state.json", [self.folder / name for name in _PRIVATE_FILES])
 
     # -- writing ------------------------------------------------------------------------------
     def _w(self) -> tantivy.IndexWriter:
@@ -162,7 +207,12 @@ class LexicalIndex:
     def commit(self, generation: int) -> None:
         """Make writes visible and record that the index has caught up with ``generation``."""
         if self._dirty and self._writer is not None:
-            self._writer.commit()
+            try:
+                self._writer.commit()
+            except ValueError:  # "an index writer was killed": tantivy does not say that the disk is full
+                if _nearly_full(self.folder):
+                    raise DiskFullError(f"the BM25 index at {self.folder}") from None
+                raise
             self._writer.wait_merging_threads()
             self._writer = None
             self._dirty = False

@@ -13,13 +13,14 @@ embedding cache tell a damaged slot from a good one.
 
 from __future__ import annotations
 
+import errno
 import os
 import zlib
 from pathlib import Path
 
 import numpy as np
 
-from ...errors import StoreError
+from ...errors import DiskFullError, StoreError
 
 PREFIX = "vectors-"
 SUFFIX = ".f32"
@@ -44,9 +45,15 @@ def append(path: Path, committed: int, vectors: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        os.pwrite(fd, vectors.tobytes(), committed * vectors.shape[1] * 4)
+        data = vectors.tobytes()
+        if os.pwrite(fd, data, committed * vectors.shape[1] * 4) < len(data):  # a disk that just filled up
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         # On disk before SQLite's commit can be: a power cut never leaves a committed slot unwritten.
         os.fdatasync(fd)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:  # the slots past the committed ones are trimmed at the next open
+            raise DiskFullError(f"the index at {path.parent}") from None
+        raise
     finally:
         os.close(fd)
     return np.arange(committed, committed + len(vectors), dtype=np.int64)
