@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ragloom.retrieve.followup import Rewrite, Turn, content_words, offline_rewrite, words
+from ragloom.retrieve.followup import Rewrite, Turn, content_words, llm_rewrite, offline_rewrite, words
 
 
 def half(conversation_id: str) -> str:
@@ -80,10 +80,13 @@ def retrieval(index, rows: list[dict], rewrite: Callable[[str, list[Turn]], Rewr
             "ms": 1000 * sorted(spent)[len(spent) // 2], "ms_max": 1000 * max(spent), "n": len(rows)}
 
 
-def canard(data: Path, rewrite: Callable[[str, list[Turn]], Rewrite], split: str, with_title: bool) -> dict:
+def canard(data: Path, rewrite: Callable[[str, list[Turn]], Rewrite], split: str, with_title: bool,
+           limit: int | None = None) -> dict:
     added_found = added_total = 0
     f1s = []
     for line in (data / "rewrites.jsonl").read_text().splitlines():
+        if limit is not None and len(f1s) >= limit:
+            break
         dialog = json.loads(line)
         if half(dialog["_id"]) != split:
             continue
@@ -111,11 +114,22 @@ def _f1(a: list[str], b: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def llm_method(model: str) -> Callable[[str, list[Turn]], Rewrite]:
+    from ragloom.config import LLMConfig
+    from ragloom.generate.base import create_llm
+    from ragloom.generate.prompts import TEMPLATES
+
+    llm = create_llm(LLMConfig(model=model, max_tokens=64))
+    return lambda question, history: llm_rewrite(question, history, llm.complete, TEMPLATES["followup"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("../shared/datasets/convqa-dev"))
     parser.add_argument("--index", type=Path, default=None)
     parser.add_argument("--llm", default=None, help="a packaged LLM (e.g. qwen2.5-coder-0.5b) for row (c)")
+    parser.add_argument("--llm-canard", type=int, default=150, help="CANARD questions (report half) rewritten by the LLM")
+    parser.add_argument("--splits", default="tune,report")
     args = parser.parse_args()
     from ragloom import Index
     from ragloom.config import Config
@@ -127,9 +141,11 @@ def main() -> None:
         rows = followups(args.data)
         methods: dict[str, Callable] = {"(a) question alone": alone, "(b) offline rewrite": offline_rewrite,
                                         "(d) all user questions": concatenated}
+        if args.llm:
+            methods["(c) LLM rewrite " + args.llm] = llm_method(args.llm)
         print("| split | query | n | nDCG@10 | R@5 | ms p50 (max) |")
         print("|---|---|---|---|---|---|")
-        for split in ("tune", "report"):
+        for split in args.splits.split(","):
             subset = [r for r in rows if half(r["id"]) == split]
             for name, method in methods.items():
                 result = retrieval(index, subset, method)
@@ -138,10 +154,13 @@ def main() -> None:
         print()
         print("| split | rewrite | title given | n | human-added terms recovered | token F1 |")
         print("|---|---|---|---|---|---|")
-        for split in ("tune", "report"):
+        for split in args.splits.split(","):
             for with_title in (False, True):
-                for name, method in (("question alone", alone), ("offline", offline_rewrite)):
-                    r = canard(args.data, method, split, with_title)
+                rewrites = [("question alone", alone, None), ("offline", offline_rewrite, None)]
+                if args.llm and split == "report" and with_title:
+                    rewrites.append(("LLM " + args.llm, methods["(c) LLM rewrite " + args.llm], args.llm_canard))
+                for name, method, limit in rewrites:
+                    r = canard(args.data, method, split, with_title, limit)
                     print(f"| {split} | {name} | {with_title} | {r['n']} | {r['added_terms_recovered']:.3f} | "
                           f"{r['token_F1']:.3f} |")
     sys.stdout.flush()

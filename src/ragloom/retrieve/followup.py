@@ -18,7 +18,7 @@ Either way the result says what it did and why, for ``Answer.trace`` and ``--exp
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 #: Words that carry no topic: function words, question words, and chat filler.
@@ -41,7 +41,7 @@ REFERRING = frozenset(
     one ones same above aforementioned""".split()
 )
 _OPENERS = re.compile(r"^\s*(and|or|but|so|also|what about|how about|what else|anything else|then|why not)\b", re.I)
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.\-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_WORD = re.compile(r"[^\W_][\w'’.\-]*[^\W_]|[^\W_]")
 _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w'’\-]*(?:\s+(?:of|de|the|and|&)?\s*[A-Z][\w'’\-]*)*)")
 
 
@@ -80,7 +80,7 @@ class Rewrite:
 
 
 def words(text: str) -> list[str]:
-    return [w.strip(".-'’").lower() for w in _WORD.findall(text)]
+    return [w.replace("’", "'").strip(".-'").lower() for w in _WORD.findall(text)]
 
 
 def content_words(text: str) -> list[str]:
@@ -161,3 +161,36 @@ def _terms(text: str, names_only: bool) -> list[str]:
         return names
     named = {w for name in names for w in words(name)}
     return names + [w for w in content_words(text) if w not in named]
+
+
+#: How much of the conversation the LLM is shown: the latest turns, each cut to this many characters.
+LLM_HISTORY_TURNS = 6
+LLM_TURN_CHARS = 400
+_ANSWER_PREFIX = re.compile(r"^\s*(rewritten question|standalone question|question)\s*:\s*", re.I)
+
+
+def llm_rewrite(question: str, history: Sequence[Turn], complete: Callable[[str], str], template: str) -> Rewrite:
+    """The LLM's standalone version of ``question``; the offline rewrite when the reply is unusable.
+
+    ``template`` has ``{history}`` and ``{question}`` (``answer.prompts.followup``); ``complete``
+    sends a prompt and returns the reply.
+    """
+    earlier = [t for t in history if t.role in ("user", "assistant") and t.content.strip()]
+    if not earlier:
+        return Rewrite(question, question, "none", "first turn: nothing to carry over")
+    shown = "\n".join(
+        f"{'User' if t.role == 'user' else 'Assistant'}: {' '.join(t.content.split())[:LLM_TURN_CHARS]}"
+        for t in earlier[-LLM_HISTORY_TURNS:]
+    )
+    reply = complete(template.format(history=shown, question=question.strip()))
+    line = next((ln for ln in reply.strip().splitlines() if ln.strip()), "")
+    candidate = _ANSWER_PREFIX.sub("", line).strip().strip('"\'“”').strip()
+    if not candidate or len(candidate) > 4 * len(question) + 200:
+        fallback = offline_rewrite(question, history)
+        return Rewrite(fallback.query, question, fallback.method,
+                       f"the LLM's rewrite was unusable ({'empty' if not candidate else 'too long'}); {fallback.reason}",
+                       fallback.added)
+    if " ".join(words(candidate)) == " ".join(words(question)):
+        return Rewrite(question, question, "llm", "the LLM kept the question as it was")
+    added = tuple(w for w in dict.fromkeys(words(candidate)) if w not in set(words(question)))
+    return Rewrite(candidate, question, "llm", "rewritten by the LLM with the conversation", added)
