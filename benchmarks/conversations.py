@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ragloom.retrieve.followup import Rewrite, Turn, content_words, llm_rewrite, offline_rewrite, words
+from ragloom.generate.followup import Rewrite, Turn, content_words, llm_rewrite, offline_rewrite, words
 
 
 def half(conversation_id: str) -> str:

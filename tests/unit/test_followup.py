@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragloom.retrieve.followup import Turn, offline_rewrite, refers_back
+from ragloom.generate.followup import Turn, offline_rewrite, refers_back
 
 OPERA = [
     Turn("user", "Who designed the Sydney Opera House?"),

@@ -21,7 +21,7 @@ from ..context import Context, build_context
 from ..errors import ConfigError, ProviderError, RagloomWarning, ServiceUnavailableError
 from ..types import Answer, AnswerStep
 from ..models.llm import LLM, llm_unavailable, shared_llm
-from ..retrieve.followup import Rewrite, Turn, llm_rewrite, offline_rewrite
+from .followup import Rewrite, llm_rewrite, offline_rewrite
 from .conversation import HistoryItem, normalise_history
 from .prompts import NO_ANSWER, Prompts
 from .strategies import AnswerRequest, create_strategy, strategy_names

@@ -7,7 +7,7 @@ or a ``Turn``: roles ``user``, ``assistant`` and ``system``. What is done with t
   and bounded: at most ``MAX_TURNS`` are looked at, then the newest that fit
   ``answer.history_tokens`` are kept, oldest dropped first, so a long conversation never
   overflows the LLM's context.
-- They only ever make the question standalone (``retrieve/followup.py``): a system message
+- They only ever make the question standalone (``generate/followup.py``): a system message
   gives the conversation's topic, never instructions. The engine's own prompts, citation rules
   and the caller's filters are not something a message can change.
 - Citations are numbered per turn: each turn builds its own context from its own retrieval, so
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import QueryError
-from ..retrieve.followup import Turn
+from .followup import Turn
 from ..types import Answer
 
 ROLES = ("user", "assistant", "system")
