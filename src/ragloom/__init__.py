@@ -18,6 +18,7 @@ from .errors import (
     UnknownConfigKeyError,
     UnsupportedFormatError,
 )
+from .generate.conversation import Conversation
 from .index import Index, IngestProgress
 from .types import Answer, Chunk, Citation, Document, Hit, IndexStats, IngestReport, SourceRecord
 
@@ -29,6 +30,7 @@ __all__ = [
     "Citation",
     "Config",
     "ConfigError",
+    "Conversation",
     "Document",
     "Hit",
     "Index",

@@ -381,6 +381,13 @@ class AnswerConfig(Section):
         "cross-encoder", description="how a sentence-passage pair is checked for support"
     )
     verification_questions: int = Field(3, ge=1, le=10, description="cove: verification questions asked")
+    followup: Literal["offline", "llm", "none"] = Field(
+        "offline", description="how a follow-up question is made standalone before it is searched: offline (carry "
+        "the conversation's salient terms, no LLM; measured best on convqa-dev), llm (answer.prompts.followup), none"
+    )
+    history_tokens: int = Field(
+        1000, ge=0, description="most tokens of earlier turns a conversation keeps; the oldest turns are dropped first"
+    )
     prompts: dict[str, str] = Field(
         default_factory=dict, description="override packaged prompt templates by name (system, standard, "
         "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite)"

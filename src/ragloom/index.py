@@ -18,6 +18,7 @@ from .context import Context
 from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
+from .generate.conversation import Conversation
 from .ingest.chunkers.base import Chunker
 from .ingest.loaders import LoaderOptions
 from .ingest.runner import IngestProgress, IngestRunner
@@ -183,12 +184,17 @@ class Index:
 
     def ask(self, question: str, **options: Any) -> Answer:
         """Answer ``question`` from the index, citing passages. Options: strategy (auto, extractive,
-        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``)."""
+        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``),
+        history (the conversation's earlier ``{"role", "content"}`` messages)."""
         return answering.ask(self._answering(), question, **options)
 
     def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
         """Like ``ask``, yielding the answer's text in pieces as it is generated, then the Answer."""
         return answering.ask_stream(self._answering(), question, **options)
+
+    def conversation(self, **options: Any) -> Conversation:
+        """A conversation: each ``ask`` gets the earlier turns as history (follow-ups made standalone)."""
+        return Conversation(self.ask_stream, dict(options))
 
     def _answering(self) -> answering.AnswerServices:
         return answering.AnswerServices(self.config, self.retrieve, lambda: self.embedder,

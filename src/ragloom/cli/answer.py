@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.text import Text
 
+from ..errors import UsageError
 from ..filters import parse_cli_filters
 from ..types import Answer
 from .shared import console, display_path, err_console, names_of, state
@@ -58,10 +60,16 @@ def ask_command(
     mode: Optional[str] = typer.Option(None, "--mode", "--preset", "-m", "-p", help="Search preset."),
     as_json: bool = typer.Option(False, "--json", help="Print the whole Answer as JSON (no streaming)."),
     trace: bool = typer.Option(False, "--trace", help="Also print each step of answering, with its time."),
+    history: Optional[Path] = typer.Option(
+        None, "--history", help="JSON file of the conversation so far: [{\"role\": \"user\", \"content\": ...}, ...]; "
+        "the question is then a follow-up, searched standalone."
+    ),
 ) -> None:
     """Answer a question from the index, streaming the answer, then the sources it cites."""
     options = {"strategy": strategy, "llm": llm, "k": k, "budget": budget,
                "where": parse_cli_filters(where or []), "mode": mode}
+    if history is not None:
+        options["history"] = read_history(history)
     with state(ctx).open_index() as index:
         if as_json:
             answer = index.ask(question, **options)
@@ -80,7 +88,23 @@ def ask_command(
     print_answer(answer, "".join(streamed), trace)
 
 
-def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
+def read_history(path: Path) -> list[dict]:
+    """A conversation's earlier messages from a JSON file: a list of {"role", "content"} (or {"messages": [...]})."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot read the history file {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise UsageError(f"the history file {path} is not JSON ({exc}); write a list of "
+                         '{"role": "user"|"assistant"|"system", "content": "..."}') from exc
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise UsageError(f"the history file {path} must hold a list of messages")
+    return data
+
+
+def print_answer(answer: Answer, streamed: str, trace: bool = False, sources: bool = True) -> None:
     if answer.text.strip() != streamed.strip():  # asked again, or revised after the stream
         console.print(Text("final answer:", style="dim"))
         console.print(answer.text, highlight=False, markup=False)
@@ -91,6 +115,18 @@ def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
             console.print(Text("  " + sentence.text, style="dim strike" if sentence.support is None else "dim"))
     for warning in answer.warnings:
         _note(warning)
+    if sources:
+        print_sources(answer)
+    label = f"{answer.strategy}" + (f", {answer.model}" if answer.model else "")
+    _note(f"{label}; {answer.seconds:.1f} s; context {answer.tokens.get('context', 0)} tokens")
+    if trace:
+        for step in answer.trace:
+            detail = {k: v for k, v in step.to_dict().items() if k not in ("name", "ms", "hits", "passages")}
+            console.print(Text(f"{step.name:>28}  {step.ms:9.1f} ms  {json.dumps(detail, default=str)[:160]}",
+                               style="dim"), highlight=False)
+
+
+def print_sources(answer: Answer) -> None:
     if answer.citations:
         console.print()
         console.print(Text("Sources", style="bold"))
@@ -102,13 +138,6 @@ def print_answer(answer: Answer, streamed: str, trace: bool = False) -> None:
             line.append(" — " + ", ".join(where), style="cyan")
         console.print(line)
         console.print(Text("    " + snippet(citation.text, 240), style="dim"))
-    label = f"{answer.strategy}" + (f", {answer.model}" if answer.model else "")
-    _note(f"{label}; {answer.seconds:.1f} s; context {answer.tokens.get('context', 0)} tokens")
-    if trace:
-        for step in answer.trace:
-            detail = {k: v for k, v in step.to_dict().items() if k not in ("name", "ms", "hits", "passages")}
-            console.print(Text(f"{step.name:>28}  {step.ms:9.1f} ms  {json.dumps(detail, default=str)[:160]}",
-                               style="dim"), highlight=False)
 
 
 def _note(text: str) -> None:

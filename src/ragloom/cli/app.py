@@ -55,7 +55,7 @@ def _register_commands() -> None:
 
     for module in (ingest, search, admin, serve, knowledge):
         module.register(app)
-    for optional in ("migrate", "eval", "providers", "answer", "maintenance", "models"):
+    for optional in ("migrate", "eval", "providers", "answer", "chat", "maintenance", "models"):
         try:
             module = __import__(f"ragloom.cli.{optional}", fromlist=["register"])
         except ImportError:

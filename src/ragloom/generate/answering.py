@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +21,8 @@ from ..context import Context, build_context
 from ..errors import ConfigError, ProviderError, RagloomWarning, ServiceUnavailableError
 from ..types import Answer, AnswerStep
 from ..models.llm import LLM, llm_unavailable, shared_llm
+from .followup import Rewrite, llm_rewrite, offline_rewrite
+from .conversation import HistoryItem, normalise_history
 from .prompts import NO_ANSWER, Prompts
 from .strategies import AnswerRequest, create_strategy, strategy_names
 
@@ -62,13 +64,21 @@ def ask_stream(
     where: Mapping[str, Any] | None = None,
     mode: str | None = None,
     llm: LLM | str | None = None,
+    history: Sequence[HistoryItem] | None = None,
 ) -> Iterator[str | Answer]:
-    """The answer's text in pieces as it is generated, then the finished Answer."""
+    """The answer's text in pieces as it is generated, then the finished Answer.
+
+    ``history``: the conversation's earlier messages; the question is made standalone with them
+    before it is searched (``answer.followup``), and the rewrite is the trace's first step."""
     started = time.perf_counter()
     name, model = choose(services.config, strategy or services.config.answer.strategy, llm)
     chosen = create_strategy(name)
-    request = prepare(services, question, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
-                      mode=mode, count=getattr(model, "count_tokens", None) or services.embedder().count_tokens)
+    count = getattr(model, "count_tokens", None) or services.embedder().count_tokens
+    rewrite, rewrite_step = standalone(services, question, history, model, count)
+    request = prepare(services, rewrite.query, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
+                      mode=mode, count=count)
+    if rewrite_step is not None:
+        request.trace.insert(0, rewrite_step)
     if chosen.needs_llm and not _relevant_enough(request):
         yield NO_ANSWER
         answer = _no_answer(request, name)
@@ -87,7 +97,33 @@ def ask_stream(
             ) from exc
         assert answer is not None, f"the {name} strategy finished without an answer"
     answer.seconds = time.perf_counter() - started
+    if rewrite.rewritten:
+        answer.question = question
     yield answer
+
+
+def standalone(services: AnswerServices, question: str, history: Sequence[HistoryItem] | None, model: LLM | None,
+               count: Callable[[str], int]) -> tuple[Rewrite, AnswerStep | None]:
+    """The query this turn is searched with (the question itself without history) and its trace step."""
+    settings = services.config.answer
+    turns, dropped = normalise_history(history, count, settings.history_tokens)
+    if history is None:
+        return Rewrite(question, question, "none", "no history"), None
+    began = time.perf_counter()
+    how = settings.followup
+    if how == "none" or not turns:
+        reason = "answer.followup is none" if how == "none" else "first turn: nothing to carry over"
+        rewrite = Rewrite(question, question, "none", reason)
+    elif how == "llm" and model is not None:
+        template = Prompts(settings.prompts).templates["followup"]
+        rewrite = llm_rewrite(question, turns, lambda prompt: model.complete(prompt, max_tokens=64), template)
+    else:
+        rewrite = offline_rewrite(question, turns)
+        if how == "llm":
+            rewrite = Rewrite(rewrite.query, question, rewrite.method,
+                              f"no LLM is available for answer.followup: llm; offline: {rewrite.reason}", rewrite.added)
+    details: dict[str, Any] = {**rewrite.to_dict(), "history_turns": len(turns), "history_dropped": dropped}
+    return rewrite, AnswerStep("rewrite", (time.perf_counter() - began) * 1000, details)
 
 
 def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int | None, budget: int | None,

@@ -60,6 +60,12 @@ TEMPLATES: dict[str, str] = {
         "Rewrite this question as a short keyword search query that would find the answer. Reply with the "
         "query only.\nQuestion: {question}"
     ),
+    "followup": (
+        "Rewrite the user's last question so that it can be understood without the conversation: replace "
+        "pronouns and vague references with the names and things they refer to, and keep everything else. "
+        "Reply with the rewritten question only.\n\nConversation:\n{history}\n\nLast question: {question}\n"
+        "Rewritten question:"
+    ),
 }
 
 #: The fields each template may use.
@@ -74,6 +80,7 @@ FIELDS: dict[str, frozenset[str]] = {
     "hyde": frozenset({"question"}),
     "multi_query": frozenset({"question", "n"}),
     "rewrite": frozenset({"question"}),
+    "followup": frozenset({"history", "question"}),
 }
 
 

@@ -1,0 +1,100 @@
+"""``ragloom chat``: a conversation with the index in the terminal, follow-up questions included."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+from rich.text import Text
+
+from ..filters import parse_cli_filters
+from ..types import Answer
+from .answer import print_answer, print_sources
+from .shared import console, state
+
+HELP = "/sources  the last answer's sources · /explain  how the last turn was searched · /reset  a new conversation · Ctrl-D  leave"
+
+
+def chat_command(
+    ctx: typer.Context,
+    strategy: Optional[str] = typer.Option(None, "--strategy", "-s", help="Answer strategy (as for ask)."),
+    llm: Optional[str] = typer.Option(None, "--llm", help="LLM as PROVIDER[:MODEL] or a local model name."),
+    k: Optional[int] = typer.Option(None, "-k", "--top-k", help="Passages to retrieve per turn (default: answer.k)."),
+    where: Optional[list[str]] = typer.Option(None, "--where", "-w", help="Metadata filter (repeatable), for every turn."),
+    mode: Optional[str] = typer.Option(None, "--mode", "--preset", "-m", "-p", help="Search preset."),
+) -> None:
+    """Talk to the index: ask, then ask follow-ups ("when did he die?"); each answer cites its sources.
+
+    Example: ragloom chat --strategy extractive
+    """
+    options = {"strategy": strategy, "llm": llm, "k": k, "where": parse_cli_filters(where or []), "mode": mode}
+    _line_editing()
+    with state(ctx).open_index() as index:
+        conversation = index.conversation(**options)
+        console.print(Text(HELP, style="dim"), highlight=False)
+        while True:
+            try:
+                line = input("you> ").strip()
+            except EOFError:
+                console.print()
+                return
+            except KeyboardInterrupt:
+                console.print()
+                continue
+            if not line:
+                continue
+            if line.startswith("/"):
+                _command(line, conversation)
+                continue
+            streamed: list[str] = []
+            answer: Answer | None = None
+            for piece in conversation.ask_stream(line):
+                if isinstance(piece, Answer):
+                    answer = piece
+                else:
+                    streamed.append(piece)
+                    console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
+            console.print()
+            if answer is not None:
+                print_answer(answer, "".join(streamed), sources=False)
+                if answer.citations:
+                    numbers = ", ".join(f"[{n}]" for n in sorted(answer.citations))
+                    console.print(Text(f"sources {numbers}: /sources to list them", style="dim"), highlight=False)
+
+
+def _command(line: str, conversation) -> None:
+    name = line.split()[0].lower()
+    last = conversation.last
+    if name in ("/sources", "/s"):
+        if last is None or not last.citations:
+            console.print(Text("no sources yet", style="dim"))
+        else:
+            print_sources(last)
+    elif name in ("/explain", "/e"):
+        if last is None:
+            console.print(Text("nothing asked yet", style="dim"))
+            return
+        for step in last.trace:
+            detail = {k: v for k, v in step.to_dict().items() if k not in ("name", "ms", "hits", "passages")}
+            console.print(Text(f"{step.name:>10}  {step.ms:8.1f} ms  {json.dumps(detail, default=str)[:300]}",
+                               style="dim"), highlight=False)
+    elif name in ("/reset", "/new"):
+        conversation.reset()
+        console.print(Text("new conversation", style="dim"))
+    elif name in ("/quit", "/exit"):
+        raise typer.Exit()
+    else:
+        console.print(Text(HELP, style="dim"), highlight=False)
+
+
+def _line_editing() -> None:
+    """Arrow keys and a history of earlier questions, where the platform has readline."""
+    try:
+        import readline  # noqa: F401 - importing it gives input() line editing
+    except ImportError:
+        pass
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat_command)
