@@ -41,7 +41,7 @@ log = logging.getLogger("ragloom.server")
 T = TypeVar("T")
 
 #: Router modules under ragloom.server.routes, each exposing ``router`` (with its /v1 prefix).
-ROUTERS = ("search", "answers", "ingest", "sources", "status")
+ROUTERS = ("search", "answers", "chat", "ingest", "sources", "status")
 
 
 def package_version() -> str:

@@ -124,11 +124,12 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         `citations` lists each cited passage (number, source, chunk_id, section, page, text).
         `strategy`: extractive (quotes the best sentences, no LLM), standard, attributed or cove
         (the server's LLM); default: the server's answer.strategy. `k` passages retrieved,
-        `budget` tokens of context, `where` and `mode` as for search.
+        `budget` tokens of context, `where` and `mode` as for search. `history`: the conversation's
+        earlier messages ({role, content}, oldest first) when the question is a follow-up.
         """
         body = AskRequest(**arguments)
         answer = guarded(lambda: service.ask(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
-                                             where=body.where, mode=body.mode))
+                                             where=body.where, mode=body.mode, history=history_of(body)))
         model = answer_model(answer, service.highlighter(body.question))
         return AskResult(**model.model_dump(), sources=refs(model.citations))
 
@@ -181,6 +182,10 @@ def build_mcp(service: IndexService, config: Config) -> Any:
             return guarded(run)
 
     return server
+
+
+def history_of(body: AskRequest) -> list[dict[str, str]] | None:
+    return [m.model_dump() for m in body.history] if body.history is not None else None
 
 
 def takes(model: type[BaseModel], *, omit: tuple[str, ...] = ()) -> Callable[[F], F]:

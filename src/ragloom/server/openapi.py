@@ -69,6 +69,8 @@ def _add_config_limits(models: dict[str, Any], config: Config) -> None:
         properties[text].update(maxLength=longest, pattern=r"\S")
         _string_branch(properties["mode"])["enum"] = modes
     _string_branch(models["AskRequest"]["properties"]["strategy"])["enum"] = ["auto", *strategy_names()]
+    if "ChatCompletionRequest" in models:
+        models["ChatCompletionRequest"]["properties"]["model"]["enum"] = ["ragloom", *strategy_names()]
 
 
 def _string_branch(prop: dict[str, Any]) -> dict[str, Any]:

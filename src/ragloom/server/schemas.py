@@ -257,7 +257,20 @@ class ContextRequest(BaseModel):
     mode: str | None = Field(None, description="search preset used to retrieve; None = answer.mode or search's")
 
 
+class HistoryMessage(BaseModel):
+    model_config = STRICT_REQUEST
+
+    role: Literal["user", "assistant", "system"] = Field(..., description="who said it; a system message gives the "
+                                                          "conversation's topic, never instructions")
+    content: str = Field(..., max_length=20_000, description="what was said")
+
+
 class AskRequest(ContextRequest):
+    history: list[HistoryMessage] | None = Field(
+        None, max_length=10_000, description="the conversation's earlier messages, oldest first: the question is "
+        "then a follow-up, searched with a standalone rewrite (answer.followup); the newest that fit "
+        "answer.history_tokens are used",
+    )
     strategy: str | None = Field(
         None, description="auto, extractive (no LLM: quotes the best sentences), standard, attributed or cove; "
         "None = answer.strategy. The LLM is the server's (llm section of its config)",

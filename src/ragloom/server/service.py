@@ -124,7 +124,7 @@ class IndexService:
 
     def ask_stream(
         self, question: str, *, strategy: str | None = None, k: int | None = None, budget: int | None = None,
-        where: Mapping[str, Any] | None = None, mode: str | None = None,
+        where: Mapping[str, Any] | None = None, mode: str | None = None, history: list[Any] | None = None,
     ) -> Iterator[str | Answer]:
         """``Index.ask_stream`` on a reader; an answer that needs the LLM holds its lock throughout.
 
@@ -146,12 +146,28 @@ class IndexService:
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
             empty = index.store.count() == 0
             with guard, mode_available(mode):
+                extra = {"history": history} if history is not None else {}
                 for piece in index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
-                                              mode=mode):
+                                              mode=mode, **extra):
                     if isinstance(piece, Answer) and empty:  # said per answer, not through warnings.warn
                         piece.warnings.append(
                             "the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
                     yield piece
+
+    def runnable_strategies(self) -> list[str]:
+        """The answer strategies this server can run: extractive always, the others with a usable LLM."""
+        from ..generate.answering import choose
+        from ..generate.strategies import strategy_names
+
+        runnable = []
+        with self.reader() as index:
+            for name in strategy_names():
+                try:
+                    choose(index, name, None)
+                except ConfigError:
+                    continue
+                runnable.append(name)
+        return runnable
 
     def ask(self, question: str, **options: Any) -> Answer:
         answer = None

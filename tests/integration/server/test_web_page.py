@@ -195,3 +195,45 @@ def test_an_answer_is_text_not_markup_and_errors_show(served, browser):
             for source in client.get("/v1/sources").json():
                 if source["path"] == str(trap):
                     client.delete(f"/v1/sources/{source['id']}")
+
+
+_RECORD_BODIES = """
+window.sentBodies = [];
+const original = window.fetch;
+window.fetch = (url, options = {}) => {
+  if (String(url).includes("/v1/ask")) window.sentBodies.push(JSON.parse(options.body));
+  return original(url, options);
+};
+"""
+
+
+def test_ask_keeps_the_conversation_until_a_new_one(served, browser):
+    browser.get(served.url + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda d: "sources" in d.find_element(By.ID, "status").text)
+    browser.execute_script(_RECORD_BODIES)
+    assert not browser.find_element(By.ID, "conversation").is_displayed()
+    Select(browser.find_element(By.ID, "strategy")).select_by_value("extractive")
+    box = browser.find_element(By.ID, "query")
+    box.send_keys("How do ROS 2 nodes communicate?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    first_answer = browser.find_element(By.CSS_SELECTOR, "#turns .turn .turn-answer").text
+    box.send_keys("Which QoS policies do they use?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 2)
+    bodies = browser.execute_script("return window.sentBodies")
+    assert "history" not in bodies[0]
+    assert bodies[1]["history"] == [{"role": "user", "content": "How do ROS 2 nodes communicate?"},
+                                    {"role": "assistant", "content": first_answer}]
+    # An earlier turn's citation still works: it shows that turn's passages and focuses the one cited.
+    link = browser.find_element(By.CSS_SELECTOR, "#turns .turn:first-child a.cite")
+    number = int(link.get_attribute("data-number"))
+    link.click()
+    wait.until(lambda d: "focused" in d.find_element(By.ID, f"hit-{number}").get_attribute("class"))
+    browser.find_element(By.ID, "new-conversation").click()
+    assert not browser.find_element(By.ID, "conversation").is_displayed()
+    box.send_keys("What are topics?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    assert "history" not in browser.execute_script("return window.sentBodies")[-1]

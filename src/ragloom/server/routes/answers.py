@@ -42,8 +42,9 @@ async def context(body: ContextRequest, state: Reader) -> Any:
 async def ask(body: AskRequest, state: Reader) -> Any:
     """Answer a question from the index, citing the passages as [n]. Extractive answers need no
     LLM; the others use the server's LLM, one answer at a time."""
+    history = [m.model_dump() for m in body.history] if body.history is not None else None
     pieces = state.service.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
-                                      where=body.where, mode=body.mode)
+                                      where=body.where, mode=body.mode, history=history)
     highlight = state.service.highlighter(body.question)
     try:
         # The first piece comes after retrieval and the strategy's checks: an error up to here

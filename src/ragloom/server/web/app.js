@@ -1,7 +1,9 @@
 // ragloom's search page. Plain JavaScript, no build step. Document text is only ever
 // inserted with textContent (never innerHTML), so a passage cannot inject markup.
 // "Ask" posts to /v1/ask and reads its event stream: the answer grows token by token, then its
-// [n] citations become links to the numbered passages below it.
+// [n] citations become links to the numbered passages below it. Asking again continues the
+// conversation: the earlier questions and answers go with it as history, so a follow-up such as
+// "when did he die?" is searched with what came before; "New conversation" forgets them.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -154,7 +156,7 @@ function focusPassage(number) {
 }
 
 // The answer's text with each [n] that cites a passage made a link to it (text nodes only).
-function withCitationLinks(text, numbers) {
+function withCitationLinks(text, numbers, before = null) {
   const fragment = document.createDocumentFragment();
   let at = 0;
   for (const match of text.matchAll(/\[(\d+)\]/g)) {
@@ -164,7 +166,11 @@ function withCitationLinks(text, numbers) {
     const link = el("a", "cite", `[${number}]`);
     link.href = `#hit-${number}`;
     link.dataset.number = String(number);
-    link.addEventListener("click", (event) => { event.preventDefault(); focusPassage(number); });
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      if (before) before();
+      focusPassage(number);
+    });
     fragment.append(link);
     at = match.index + match[0].length;
   }
@@ -172,10 +178,43 @@ function withCitationLinks(text, numbers) {
   return fragment;
 }
 
+// Earlier turns of the conversation: {question, answer}; their citations stay clickable.
+const turns = [];
+
+function history() {
+  return turns.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.answer.text }]);
+}
+
+function showTurns() {
+  $("conversation").hidden = turns.length === 0;
+  $("turns").replaceChildren(...turns.map((turn, index) => {
+    const item = el("li", "turn");
+    item.append(el("p", "turn-question", turn.question));
+    const text = el("p", "turn-answer");
+    const cited = new Set(turn.answer.citations.map((c) => c.number));
+    text.append(withCitationLinks(turn.answer.text, cited, () => showPassages(turn.answer)));
+    item.append(text);
+    item.dataset.turn = String(index + 1);
+    return item;
+  }));
+}
+
+function newConversation() {
+  turns.length = 0;
+  showTurns();
+  $("answer").hidden = true;
+  $("results").replaceChildren();
+  $("message").textContent = "new conversation";
+}
+
 function showAnswer(answer) {
-  const cited = new Set(answer.citations.map((c) => c.number));
   $("answer-text").classList.remove("streaming");
-  $("answer-text").replaceChildren(withCitationLinks(answer.text, cited));
+  $("answer-text").replaceChildren(withCitationLinks(answer.text, new Set(answer.citations.map((c) => c.number))));
+  showPassages(answer);
+}
+
+function showPassages(answer) {
+  const cited = new Set(answer.citations.map((c) => c.number));
   const passages = answer.context ? answer.context.passages : [];
   $("results").replaceChildren(...passages.map((p) => {
     const item = renderHit({ ...p, rank: p.number });
@@ -190,8 +229,11 @@ function showAnswer(answer) {
 
 async function runAsk() {
   if (!$("search-form").reportValidity()) return;
-  const body = formOptions({ question: $("query").value, stream: true });
+  const question = $("query").value;
+  const body = formOptions({ question, stream: true });
   if ($("strategy").value) body.strategy = $("strategy").value;
+  if (turns.length) body.history = history();
+  let finished = null;
   $("answer").hidden = false;
   $("answer-text").replaceChildren();
   $("answer-text").classList.add("streaming");
@@ -210,10 +252,15 @@ async function runAsk() {
     }
     for await (const { event, data } of serverSentEvents(response)) {
       if (event === "token") $("answer-text").append(document.createTextNode(data.text));
-      else if (event === "answer") showAnswer(data);
+      else if (event === "answer") { finished = data; showAnswer(data); }
       else if (event === "error") throw data;
     }
     $("message").textContent = "";
+    if (finished) {
+      turns.push({ question, answer: finished });
+      showTurns();
+      $("query").value = "";
+    }
   } catch (error) {
     $("answer-text").classList.remove("streaming");
     showError(error);
@@ -225,5 +272,6 @@ async function runAsk() {
 document.addEventListener("DOMContentLoaded", () => {
   $("search-form").addEventListener("submit", runSearch);
   $("ask").addEventListener("click", runAsk);
+  $("new-conversation").addEventListener("click", newConversation);
   loadStatus();
 });

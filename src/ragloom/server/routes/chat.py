@@ -1,0 +1,192 @@
+"""OpenAI-compatible chat: POST /v1/chat/completions and GET /v1/models.
+
+Any OpenAI client (the official SDKs, Open WebUI, LibreChat, curl) can talk to the index: the
+last user message is the question, the messages before it are the conversation (follow-ups are
+searched standalone), and the answer is the assistant message with its citations inline as
+``[n]`` and, as Perplexity's API returns them, in a top-level ``citations`` list. ``model`` picks
+the answer strategy: ``ragloom`` (the server's default) or a strategy's name (``extractive``,
+``attributed``, ...); GET /v1/models lists those the server can run. OpenAI's sampling
+parameters (temperature, top_p, ...) are accepted and ignored: the server's config decides.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Literal
+
+import anyio
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sse_starlette.sse import EventSourceResponse, ServerSentEvent
+
+from ...types import Answer
+from ..app import ServerState
+from ..errors import ApiError, error_body
+from ..schemas import CitationModel, citation_model
+from . import BODY_ERRORS, ERRORS, JsonBodyRoute, Reader
+
+router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["openai-compatible"])
+#: The model id that means "the server's own answer.strategy".
+DEFAULT_MODEL = "ragloom"
+_END = object()
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    role: Literal["system", "user", "assistant", "developer", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    # OpenAI clients send many optional fields (temperature, top_p, user, stream_options, ...):
+    # they are accepted and ignored, as the server's config decides how it answers.
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    model: str = Field(DEFAULT_MODEL, description="ragloom (the server's answer.strategy) or a strategy name; "
+                       "GET /v1/models lists them")
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=10_000,
+                                        description="the conversation; the last message is the user's question")
+    stream: bool = Field(False, description="true: OpenAI's chat.completion.chunk events, then [DONE]")
+
+
+class ChatChoiceMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int = 0
+    message: ChatChoiceMessage
+    finish_reason: Literal["stop"] = "stop"
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: dict[str, int]
+    citations: list[CitationModel] = Field(default_factory=list, description="the passages the answer cites as [n]")
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "ragloom"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+@router.get("/models", response_model=ModelList, responses=ERRORS)
+async def models(state: Reader) -> ModelList:
+    """The answer strategies a client may pick as ``model`` (those this server can run)."""
+    names = await state.run(state.service.runnable_strategies)
+    created = int(time.time())
+    return ModelList(data=[ModelCard(id=name, created=created) for name in [DEFAULT_MODEL, *names]])
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, responses=BODY_ERRORS)
+async def chat_completions(body: ChatCompletionRequest, state: Reader) -> Any:
+    """Answer the last user message with the earlier messages as the conversation, citing passages."""
+    question, history = split_messages(body.messages)
+    strategy = None if body.model == DEFAULT_MODEL else body.model
+    pieces = state.service.ask_stream(question, strategy=strategy, history=history)
+    try:
+        first = await state.run(next, pieces, _END)
+    except BaseException:
+        pieces.close()
+        raise
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    if not body.stream:
+        try:
+            answer = first if isinstance(first, Answer) else await state.run(_last, pieces)
+        finally:
+            pieces.close()
+        state.metrics.answers.labels(answer.strategy).inc()
+        return JSONResponse(completion(answer, completion_id, created, body.model).model_dump(mode="json"))
+    return EventSourceResponse(_chunks(state, first, pieces, completion_id, created, body.model), ping=15)
+
+
+def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
+    """The question (the last message, which must be the user's) and the history before it."""
+    last = messages[-1]
+    if last.role != "user":
+        raise ApiError(422, "last_message_not_user", f"the last message is the {last.role}'s; end the conversation "
+                       "with the user's question")
+    history = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m)}
+               for m in messages[:-1] if m.role != "tool"]
+    question = _text(last).strip()
+    if not question:
+        raise ApiError(422, "empty_question", "the last user message has no text")
+    return question, history
+
+
+def _text(message: ChatMessage) -> str:
+    if isinstance(message.content, list):  # content parts: the text ones
+        return " ".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
+    return message.content or ""
+
+
+def completion(answer: Answer, completion_id: str, created: int, model: str) -> ChatCompletion:
+    prompt, completion_tokens = answer.tokens.get("prompt", 0), answer.tokens.get("completion", 0)
+    return ChatCompletion(
+        id=completion_id, created=created, model=model,
+        choices=[ChatChoice(message=ChatChoiceMessage(content=answer.text))],
+        usage={"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens},
+        citations=[citation_model(c) for _, c in sorted(answer.citations.items())],
+    )
+
+
+def _chunk(completion_id: str, created: int, model: str, delta: dict, finish: str | None = None,
+           **extra: Any) -> str:
+    return json.dumps({"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+
+
+async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer], completion_id: str, created: int,
+                  model: str) -> AsyncIterator[ServerSentEvent]:
+    piece = first
+    streamed: list[str] = []
+    yield ServerSentEvent(_chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
+    try:
+        while piece is not _END:
+            if isinstance(piece, Answer):
+                state.metrics.answers.labels(piece.strategy).inc()
+                # The answer may have been revised after it streamed (a retry, citations removed):
+                # the rest of it, if any, then the citations with the finishing chunk.
+                text = "".join(streamed)
+                if piece.text.startswith(text) and len(piece.text) > len(text):
+                    yield ServerSentEvent(_chunk(completion_id, created, model, {"content": piece.text[len(text):]}))
+                citations = [citation_model(c).model_dump(mode="json") for _, c in sorted(piece.citations.items())]
+                yield ServerSentEvent(_chunk(completion_id, created, model, {}, "stop", citations=citations))
+            else:
+                streamed.append(piece)
+                yield ServerSentEvent(_chunk(completion_id, created, model, {"content": piece}))
+            try:
+                piece = await state.run(next, pieces, _END)
+            except Exception as exc:  # the status is sent: the error is the stream's last event, as OpenAI does
+                yield ServerSentEvent(json.dumps({"error": error_body(exc).model_dump()}))
+                break
+        yield ServerSentEvent("[DONE]")
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(pieces.close)
+
+
+def _last(pieces: Iterator[str | Answer]) -> Answer:
+    answer = None
+    for piece in pieces:
+        answer = piece
+    assert isinstance(answer, Answer), "ask_stream ended without an Answer"
+    return answer
