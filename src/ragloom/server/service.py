@@ -163,7 +163,7 @@ class IndexService:
         with self.reader() as index:
             for name in strategy_names():
                 try:
-                    choose(index, name, None)
+                    choose(index.config, name, None)
                 except ConfigError:
                     continue
                 runnable.append(name)
