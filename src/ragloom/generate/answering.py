@@ -75,7 +75,11 @@ def ask_stream(
     chosen = create_strategy(name)
     count = getattr(model, "count_tokens", None) or services.embedder().count_tokens
     rewrite, rewrite_step = standalone(services, question, history, model, count)
-    request = prepare(services, rewrite.query, model if chosen.needs_llm else None, k=k, budget=budget, where=where,
+    # Retrieval takes the standalone query; the strategy answers the question as asked (an LLM's
+    # standalone question when it wrote one), over passages that are now about the right thing.
+    asked = rewrite.query if rewrite.method == "llm" else question
+    request = prepare(services, asked, model if chosen.needs_llm else None, search_query=rewrite.query, k=k,
+                      budget=budget, where=where,
                       mode=mode, count=count)
     if rewrite_step is not None:
         request.trace.insert(0, rewrite_step)
@@ -97,8 +101,7 @@ def ask_stream(
             ) from exc
         assert answer is not None, f"the {name} strategy finished without an answer"
     answer.seconds = time.perf_counter() - started
-    if rewrite.rewritten:
-        answer.question = question
+    answer.question = question
     yield answer
 
 
@@ -127,13 +130,15 @@ def standalone(services: AnswerServices, question: str, history: Sequence[Histor
 
 
 def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int | None, budget: int | None,
-            where: Mapping[str, Any] | None, mode: str | None, count: Callable[[str], int]) -> AnswerRequest:
-    """Retrieve and build the numbered context: what a strategy is given, with the first two steps traced."""
+            where: Mapping[str, Any] | None, mode: str | None, count: Callable[[str], int],
+            search_query: str | None = None) -> AnswerRequest:
+    """Retrieve (``search_query``, default the question) and build the numbered context: what a
+    strategy is given, with the first two steps traced."""
     settings = services.config.answer
     mode = mode or settings.mode
     budget = budget or settings.budget
     began = time.perf_counter()
-    result = services.retrieve(question, k=k or settings.k, where=where, mode=mode)
+    result = services.retrieve(search_query or question, k=k or settings.k, where=where, mode=mode)
     trace = [AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
         "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]})]
     began = time.perf_counter()

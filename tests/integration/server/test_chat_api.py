@@ -56,10 +56,10 @@ def test_a_follow_up_is_answered_with_citations(served) -> None:
     completion = sdk(served).chat.completions.create(model="ragloom", messages=CONVERSATION)
     text = completion.choices[0].message.content
     assert completion.object == "chat.completion" and completion.choices[0].finish_reason == "stop"
-    assert "2008" in text and "[1]" in text
     citations = completion.model_extra["citations"]
-    assert citations[0]["number"] == 1 and citations[0]["source"].endswith("utzon.md")
-    assert {"chunk_id", "section", "page", "text"} <= set(citations[0])
+    [cited] = [c for c in citations if c["source"].endswith("utzon.md")]
+    assert "2008" in text and f"[{cited['number']}]" in text and "2008" in cited["text"]
+    assert {"number", "chunk_id", "section", "page", "text"} <= set(cited)
 
 
 def test_streaming_gives_openai_chunks_then_done(served) -> None:
@@ -69,7 +69,7 @@ def test_streaming_gives_openai_chunks_then_done(served) -> None:
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert "2008" in text
     assert chunks[-1].choices[0].finish_reason == "stop"
-    assert chunks[-1].model_extra["citations"][0]["source"].endswith("utzon.md")
+    assert any(c["source"].endswith("utzon.md") for c in chunks[-1].model_extra["citations"])
     with served.client() as client:  # the raw stream ends with OpenAI's [DONE]
         raw = client.post("/v1/chat/completions", json={"messages": CONVERSATION, "stream": True}).text
     assert raw.rstrip().endswith("data: [DONE]")
@@ -77,9 +77,9 @@ def test_streaming_gives_openai_chunks_then_done(served) -> None:
 
 def test_bad_conversations_are_clear_errors(served) -> None:
     client = sdk(served)
-    with pytest.raises(openai.UnprocessableEntityError, match="last_message_not_user"):
+    with pytest.raises(openai.UnprocessableEntityError, match="the last message is the assistant's"):
         client.chat.completions.create(model="ragloom", messages=[{"role": "assistant", "content": "Hi"}])
-    with pytest.raises(openai.UnprocessableEntityError, match="unknown_strategy"):
+    with pytest.raises(openai.UnprocessableEntityError, match="no answer strategy named 'gpt-4o'"):
         client.chat.completions.create(model="gpt-4o", messages=CONVERSATION)
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="attributed", messages=CONVERSATION)
