@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
+import openai  # the test extra installs it: the endpoint is tested with the official SDK
 import pytest
+from server_helpers import API_KEY, running_server, server_config
 
-openai = pytest.importorskip("openai", reason="pip install openai (the test extra)")
-
-from ragloom import Config  # noqa: E402
-from server_helpers import API_KEY, running_server, server_config  # noqa: E402
+from ragloom import Config
 
 DOCS = {
     "opera.md": "# The Sydney Opera House\n\nThe Sydney Opera House was designed by the Danish architect Jørn Utzon, "
