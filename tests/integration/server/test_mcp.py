@@ -47,9 +47,15 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
             answered = await client.call_tool("ask", {"question": "What does DDS handle?", "strategy": "extractive"})
             unknown = await client.call_tool("ask", {"question": "What does DDS handle?", "strategy": "oracle"})
             context = await client.call_tool("get_context", {"question": "What does DDS handle?", "budget": 200})
+            followup = await client.call_tool("ask", {
+                "question": "What does it handle?", "strategy": "extractive",
+                "history": [{"role": "user", "content": "What is DDS in ROS 2?"},
+                            {"role": "assistant", "content": "The Data Distribution Service."}]})
+            bad_history = await client.call_tool("ask", {"question": "And then?", "history": [{"role": "robot",
+                                                                                              "content": "x"}]})
             return {"tools": tools, "found": found, "bad": bad, "listed": listed, "templates": templates,
                     "resource": resource, "first": first, "answered": answered, "unknown": unknown,
-                    "context": context}
+                    "context": context, "followup": followup, "bad_history": bad_history}
 
     got = anyio.run(session)
     _check_answer_and_context(got)
@@ -67,6 +73,13 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
     text = got["resource"].contents[0].text
     assert text.startswith(f"source: {hits[0]['source']}") and hits[0]["text"][:60] in text
     assert got["tools"]["ask"].output_schema["properties"]["citations"]
+    # A follow-up with the conversation's history is searched standalone (the trace says how).
+    followup = got["followup"].structured_content
+    assert not got["followup"].is_error and followup["citations"]
+    rewrite = followup["trace"][0]
+    assert rewrite["name"] == "rewrite" and "DDS" in rewrite["detail"]["query"]
+    assert "history" in got["tools"]["ask"].input_schema["properties"]
+    assert got["bad_history"].is_error and "robot" in got["bad_history"].content[0].text
 
 
 def _check_answer_and_context(got: dict) -> None:
