@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Optional
 
@@ -75,17 +76,23 @@ def ask_command(
             answer = index.ask(question, **options)
             console.print_json(json.dumps(answer.to_dict(), default=str))
             return
-        answer = None
-        streamed = []
-        for piece in index.ask_stream(question, **options):
-            if isinstance(piece, Answer):
-                answer = piece
-            else:
-                streamed.append(piece)
-                console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
-        console.print()
+        answer, streamed = stream_answer(index.ask_stream(question, **options))
     assert answer is not None
-    print_answer(answer, "".join(streamed), trace)
+    print_answer(answer, streamed, trace)
+
+
+def stream_answer(pieces: Iterable[str | Answer]) -> tuple[Answer | None, str]:
+    """Print the answer's text as it arrives; the finished Answer and the text that was printed."""
+    answer = None
+    streamed = []
+    for piece in pieces:
+        if isinstance(piece, Answer):
+            answer = piece
+        else:
+            streamed.append(piece)
+            console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
+    console.print()
+    return answer, "".join(streamed)
 
 
 def read_history(path: Path) -> list[dict]:

@@ -9,8 +9,7 @@ import typer
 from rich.text import Text
 
 from ..filters import parse_cli_filters
-from ..types import Answer
-from .answer import print_answer, print_sources
+from .answer import print_answer, print_sources, stream_answer
 from .shared import console, state
 
 HELP = "/sources  the last answer's sources · /explain  how the last turn was searched · /reset  a new conversation · Ctrl-D  leave"
@@ -47,17 +46,9 @@ def chat_command(
             if line.startswith("/"):
                 _command(line, conversation)
                 continue
-            streamed: list[str] = []
-            answer: Answer | None = None
-            for piece in conversation.ask_stream(line):
-                if isinstance(piece, Answer):
-                    answer = piece
-                else:
-                    streamed.append(piece)
-                    console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
-            console.print()
+            answer, streamed = stream_answer(conversation.ask_stream(line))
             if answer is not None:
-                print_answer(answer, "".join(streamed), sources=False)
+                print_answer(answer, streamed, sources=False)
                 if answer.citations:
                     numbers = ", ".join(f"[{n}]" for n in sorted(answer.citations))
                     console.print(Text(f"sources {numbers}: /sources to list them", style="dim"), highlight=False)

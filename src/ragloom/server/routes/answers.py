@@ -55,7 +55,7 @@ async def ask(body: AskRequest, state: Reader) -> Any:
         raise
     if not body.stream:
         try:
-            answer = first if isinstance(first, Answer) else await state.run(_last, pieces)
+            answer = first if isinstance(first, Answer) else await state.run(last_answer, pieces)
         finally:
             pieces.close()
         state.metrics.answers.labels(answer.strategy).inc()
@@ -84,7 +84,7 @@ async def _events(state: ServerState, first: Any, pieces: Iterator[str | Answer]
             await anyio.to_thread.run_sync(pieces.close)
 
 
-def _last(pieces: Iterator[str | Answer]) -> Answer:
+def last_answer(pieces: Iterator[str | Answer]) -> Answer:
     answer = None
     for piece in pieces:
         answer = piece

@@ -28,6 +28,7 @@ from ..app import ServerState
 from ..errors import ApiError, error_body
 from ..schemas import CitationModel, citation_model
 from . import BODY_ERRORS, ERRORS, JsonBodyRoute, Reader
+from .answers import last_answer
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["openai-compatible"])
 #: The model id that means "the server's own answer.strategy".
@@ -110,7 +111,7 @@ async def chat_completions(body: ChatCompletionRequest, state: Reader) -> Any:
     created = int(time.time())
     if not body.stream:
         try:
-            answer = first if isinstance(first, Answer) else await state.run(_last, pieces)
+            answer = first if isinstance(first, Answer) else await state.run(last_answer, pieces)
         finally:
             pieces.close()
         state.metrics.answers.labels(answer.strategy).inc()
@@ -183,10 +184,3 @@ async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer]
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(pieces.close)
 
-
-def _last(pieces: Iterator[str | Answer]) -> Answer:
-    answer = None
-    for piece in pieces:
-        answer = piece
-    assert isinstance(answer, Answer), "ask_stream ended without an Answer"
-    return answer
