@@ -96,6 +96,8 @@ class Fault:
     delay: float = 0.0
     #: Bytes sent as-is with status 200 (malformed JSON).
     raw: bytes | None = None
+    #: Stream only this many chunks of the real reply, then close the connection (a server that dies midway).
+    cut_after: int | None = None
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = None, message: str = "rate limit exceeded") -> Fault:
@@ -105,6 +107,10 @@ class Fault:
     @classmethod
     def slow(cls, seconds: float) -> Fault:
         return cls(200, "", delay=seconds)
+
+    @classmethod
+    def cut(cls, after: int) -> Fault:
+        return cls(200, "", cut_after=after)
 
     @classmethod
     def malformed(cls, raw: bytes = b'{"embeddings": [[0.1, 0.2') -> Fault:
@@ -223,7 +229,10 @@ class FakeServer:
         route = self.routes.get((request.method, request.path))
         if route is None:
             return Reply(404, b"404 page not found", content_type="text/plain")
-        return route(request)
+        reply = route(request)
+        if fault is not None and fault.cut_after is not None and reply.chunks is not None:
+            reply.chunks = list(reply.chunks)[: fault.cut_after]
+        return reply
 
 
 def _handler_class(fake: FakeServer) -> type[BaseHTTPRequestHandler]:

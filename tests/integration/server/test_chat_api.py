@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import openai  # the test extra installs it: the endpoint is tested with the official SDK
 import pytest
 from server_helpers import API_KEY, running_server, server_config
@@ -95,3 +96,34 @@ def test_the_key_rules_are_the_rest_of_the_apis(tmp_path, served) -> None:
         assert sdk(served).chat.completions.create(model="ragloom", messages=CONVERSATION).choices
     finally:
         served.state.config.server.require_key_for_reads = False
+
+
+def test_an_llm_that_dies_midway_ends_the_stream_with_an_error(tmp_path) -> None:
+    """The server's LLM (an OpenAI-compatible server, faked: it cannot run here) closes its stream early."""
+    from ragloom.testing.fakes import Fault, FakeOpenAI
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    with FakeOpenAI() as llm_server:
+        settings = server_config(tmp_path, docs).model_dump(mode="json")
+        settings["llm"] = {"provider": "openai", "model": "gpt-4o-mini", "base_url": llm_server.url,
+                           "max_retries": 0, "timeout": 10.0}
+        settings["answer"] = {"k": 2, "unanswerable_below": 0.0}
+        with running_server(Config.from_dict(settings), tmp_path, docs) as server, server.client() as client:
+            job = client.post("/v1/ingest", json={"paths": [str(docs)]}).json()
+            assert server.wait_job(client, job["id"])["state"] == "done"
+            llm_server.fail(Fault.cut(3))
+            stream = sdk(server).chat.completions.create(model="standard", messages=CONVERSATION, stream=True)
+            arrived = []
+            # The SDK raises the error chunk the endpoint sends, as it does for OpenAI's own.
+            with pytest.raises(openai.APIError, match="closed the stream before the answer was finished"):
+                for chunk in stream:
+                    arrived.append(chunk)
+            assert any(c.choices and c.choices[0].delta.content for c in arrived)  # text came first
+            assert not any(c.choices and c.choices[0].finish_reason == "stop" for c in arrived)
+            llm_server.fail(Fault.cut(3))
+            with pytest.raises(openai.APIStatusError) as info:
+                sdk(server).chat.completions.create(model="standard", messages=CONVERSATION)
+            assert info.value.status_code == 502 and "closed the stream" in str(info.value)

@@ -126,3 +126,15 @@ def test_messages_are_checked() -> None:
 def test_default_llm_is_the_packaged_llamacpp_model() -> None:
     assert LLMConfig().provider == "llamacpp" and LLMConfig().model is None
     assert json.loads(json.dumps(LLMConfig().model_dump()))["temperature"] == 0.0
+
+
+def test_a_stream_cut_off_before_it_finished_is_an_error(openai: FakeOpenAI) -> None:
+    # The server dies midway: the connection closes after a few pieces, with no finish_reason and no [DONE].
+    openai.fail(Fault.cut(3))
+    stream = create_llm(llm_config("openai", openai)).stream("a question that gets a long echo")
+    pieces = []
+    with pytest.raises(ProviderError, match="closed the stream before the answer was finished"):
+        for piece in stream:
+            pieces.append(piece)
+    assert pieces  # what arrived before the cut was handed on
+    assert "".join(create_llm(llm_config("openai", openai)).stream("again")) == "Echo: again"
