@@ -390,7 +390,7 @@ class AnswerConfig(Section):
     )
     prompts: dict[str, str] = Field(
         default_factory=dict, description="override packaged prompt templates by name (system, standard, "
-        "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite)"
+        "attributed, cove_questions, cove_answer, cove_revise, hyde, multi_query, rewrite, followup)"
     )
 
 

@@ -8,11 +8,12 @@ established:
   demonstrative, an opening "and"/"what about", or too few words of its own to be searched), the
   salient terms of the earlier turns are carried into it: names and capitalised phrases first,
   then the content words of the latest user questions, most recent first, never a word the
-  question already has. The rewrite is the question followed by those terms, which is what a
-  lexical and a dense retriever both use best (measured on convqa-dev: BENCHMARKS.md).
-- **llm**: a prompt (``answer.prompts.rewrite``) asks the LLM for the standalone question.
+  question already has. The rewrite is the question followed by those terms (on convqa-dev it
+  beat the question alone, the LLM rewrite and every question concatenated: BENCHMARKS.md).
+- **llm**: a prompt (``answer.prompts.followup``) asks the LLM for the standalone question.
 
-Either way the result says what it did and why, for ``Answer.trace`` and ``--explain``.
+Either way the result says what it did and why: the first step of ``Answer.trace``
+(``ragloom ask --trace``, ``/explain`` in ``ragloom chat``).
 """
 
 from __future__ import annotations
