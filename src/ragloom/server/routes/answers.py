@@ -18,7 +18,8 @@ from ..schemas import AnswerModel, AskRequest, ContextModel, ContextRequest, ans
 from . import BODY_ERRORS, JsonBodyRoute, Reader
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["answers"])
-_END = object()
+#: What ``next_piece`` gives when the answer's pieces are used up.
+END = object()
 
 _STREAM_DOC = {
     200: {
@@ -46,19 +47,9 @@ async def ask(body: AskRequest, state: Reader) -> Any:
     pieces = state.service.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
                                       where=body.where, mode=body.mode, history=history)
     highlight = state.service.highlighter(body.question)
-    try:
-        # The first piece comes after retrieval and the strategy's checks: an error up to here
-        # is an ordinary JSON error response, not a stream that fails.
-        first = await _next(state, pieces)
-    except BaseException:
-        pieces.close()
-        raise
+    first = await first_piece(state, pieces)
     if not body.stream:
-        try:
-            answer = first if isinstance(first, Answer) else await state.run(last_answer, pieces)
-        finally:
-            pieces.close()
-        state.metrics.answers.labels(answer.strategy).inc()
+        answer = await whole_answer(state, first, pieces)
         return JSONResponse(answer_model(answer, highlight).model_dump(mode="json"))
     return EventSourceResponse(_events(state, first, pieces, highlight), ping=15)
 
@@ -67,14 +58,14 @@ async def _events(state: ServerState, first: Any, pieces: Iterator[str | Answer]
                   ) -> AsyncIterator[ServerSentEvent]:
     piece = first
     try:
-        while piece is not _END:
+        while piece is not END:
             if isinstance(piece, Answer):
                 state.metrics.answers.labels(piece.strategy).inc()
                 yield ServerSentEvent(answer_model(piece, highlight).model_dump_json(), event="answer")
             else:
                 yield ServerSentEvent(json.dumps({"text": piece}), event="token")
             try:
-                piece = await _next(state, pieces)
+                piece = await next_piece(state, pieces)
             except Exception as exc:  # the status is sent already: the error is the stream's last event
                 yield ServerSentEvent(error_body(exc).model_dump_json(), event="error")
                 return
@@ -92,5 +83,25 @@ def last_answer(pieces: Iterator[str | Answer]) -> Answer:
     return answer
 
 
-async def _next(state: ServerState, pieces: Iterator[str | Answer]) -> Any:
-    return await state.run(next, pieces, _END)
+async def next_piece(state: ServerState, pieces: Iterator[str | Answer]) -> Any:
+    return await state.run(next, pieces, END)
+
+
+async def first_piece(state: ServerState, pieces: Iterator[str | Answer]) -> Any:
+    """The answer's first piece. It comes after retrieval and the strategy's checks: an error up
+    to here is an ordinary JSON error response, not a stream that fails."""
+    try:
+        return await next_piece(state, pieces)
+    except BaseException:
+        pieces.close()
+        raise
+
+
+async def whole_answer(state: ServerState, first: Any, pieces: Iterator[str | Answer]) -> Answer:
+    """The finished Answer (for a request that does not stream), counted in the metrics."""
+    try:
+        answer = first if isinstance(first, Answer) else await state.run(last_answer, pieces)
+    finally:
+        pieces.close()
+    state.metrics.answers.labels(answer.strategy).inc()
+    return answer

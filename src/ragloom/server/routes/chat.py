@@ -28,12 +28,11 @@ from ..app import ServerState
 from ..errors import ApiError, error_body
 from ..schemas import CitationModel, citation_model
 from . import BODY_ERRORS, ERRORS, JsonBodyRoute, Reader
-from .answers import last_answer
+from .answers import END, first_piece, next_piece, whole_answer
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["openai-compatible"])
 #: The model id that means "the server's own answer.strategy".
 DEFAULT_MODEL = "ragloom"
-_END = object()
 
 
 class ChatMessage(BaseModel):
@@ -102,19 +101,11 @@ async def chat_completions(body: ChatCompletionRequest, state: Reader) -> Any:
     question, history = split_messages(body.messages)
     strategy = None if body.model == DEFAULT_MODEL else body.model
     pieces = state.service.ask_stream(question, strategy=strategy, history=history)
-    try:
-        first = await state.run(next, pieces, _END)
-    except BaseException:
-        pieces.close()
-        raise
+    first = await first_piece(state, pieces)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
-        try:
-            answer = first if isinstance(first, Answer) else await state.run(last_answer, pieces)
-        finally:
-            pieces.close()
-        state.metrics.answers.labels(answer.strategy).inc()
+        answer = await whole_answer(state, first, pieces)
         return JSONResponse(completion(answer, completion_id, created, body.model).model_dump(mode="json"))
     return EventSourceResponse(_chunks(state, first, pieces, completion_id, created, body.model), ping=15)
 
@@ -161,7 +152,7 @@ async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer]
     streamed: list[str] = []
     yield ServerSentEvent(_chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
     try:
-        while piece is not _END:
+        while piece is not END:
             if isinstance(piece, Answer):
                 state.metrics.answers.labels(piece.strategy).inc()
                 # The answer may have been revised after it streamed (a retry, citations removed):
@@ -175,7 +166,7 @@ async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer]
                 streamed.append(piece)
                 yield ServerSentEvent(_chunk(completion_id, created, model, {"content": piece}))
             try:
-                piece = await state.run(next, pieces, _END)
+                piece = await next_piece(state, pieces)
             except Exception as exc:  # the status is sent: the error is the stream's last event, as OpenAI does
                 yield ServerSentEvent(json.dumps({"error": error_body(exc).model_dump()}))
                 break
