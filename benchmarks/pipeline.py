@@ -98,7 +98,7 @@ def scores_of(run: dict[str, dict[str, float]], qrels) -> dict[str, float]:
 # -- phase 1: tuning on train ------------------------------------------------------------------
 
 def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, colbert: bool,
-         depth: int, prf: bool) -> dict[str, Any]:
+         depth: int, prf: bool, ce_batch: int = 1) -> dict[str, Any]:
     queries = subset(train.queries, n_queries)
     cached: dict[str, Any] = json.loads(cache_file.read_text()) if cache_file.is_file() else {}
     hybrid = view(index)
@@ -109,10 +109,12 @@ def tune(index: Index, train, n_queries: int, depth_ce: int, cache_file: Path, c
     for i, qid in enumerate(todo):
         hits = hybrid.search(queries[qid], k=depth)
         if ce_model is None:
-            from ragloom.models.cross_encoder import CrossEncoderReranker
+            from ragloom.models.cross_encoder import CrossEncoder
+            from ragloom.retrieve.stages.rerank import RerankOptions
 
-            ce_model = CrossEncoderReranker()
-        ce = ce_model.score(queries[qid], [h.text for h in hits[:depth_ce]])
+            # As the rerank stage runs it: its window, the raw logits.
+            ce_model = CrossEncoder(max_length=RerankOptions().max_tokens, batch_size=ce_batch)
+        ce = ce_model.logits(queries[qid], [h.text for h in hits[:depth_ce]])
         cached[qid] = {"docs": [h.doc_id for h in hits], "scores": [h.score for h in hits],
                        "texts": [h.text for h in hits[:30]], "ce": [float(x) for x in ce]}
         if (i + 1) % 20 == 0:
@@ -257,6 +259,7 @@ def main() -> None:
     parser.add_argument("--train-queries", type=int, default=200, help="fixed random subset of train (0 = all 809)")
     parser.add_argument("--rerank-depth", type=int, default=30, help="chunks the cross-encoder scores when tuning")
     parser.add_argument("--tune-cache", type=Path, default=ROOT / "results" / "pipeline-tune.json")
+    parser.add_argument("--ce-batch", type=int, default=1, help="pairs per cross-encoder call when tuning")
     parser.add_argument("--colbert", action="store_true", help="also the short ColBERT check (slow: encodes chunks)")
     parser.add_argument("--prf", action="store_true", help="also sweep Rocchio feedback (runs real searches)")
     parser.add_argument("--test-queries", type=int, default=0, help="subset of the 300 test queries (0 = all)")
@@ -269,7 +272,7 @@ def main() -> None:
         depth = initial_depth(100, index.store.count(), documents)
         if args.tune:
             tune(index, load_beir(args.data, "train"), args.train_queries, args.rerank_depth, args.tune_cache,
-                 args.colbert, depth, args.prf)
+                 args.colbert, depth, args.prf, args.ce_batch)
         if args.skip_table:
             return
         test = load_beir(args.data, "test")

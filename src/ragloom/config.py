@@ -48,6 +48,9 @@ class EmbedderConfig(Section):
     model: str | None = Field(None, description="model name or path; None = the provider's default")
     batch_size: int = Field(32, ge=1, description="texts per embedding batch")
     threads: int = Field(0, ge=0, description="CPU threads for local models; 0 = all cores")
+    sessions: int = Field(
+        0, ge=0, description="packaged ONNX models: sessions run side by side, sharing the threads; "
+        "0 = one single-threaded session per thread (fastest, same vectors: BENCHMARKS.md)")
     max_tokens: int = Field(512, ge=8, description="longest input the model sees; longer text is truncated")
     base_url: BaseUrl = None
     api_key_env: ApiKeyEnv = None

@@ -60,7 +60,8 @@ class Parts:
                 settings = EmbedderConfig.model_validate(recorded["config"])
                 # Runtime knobs may differ from the recorded ones without changing the vectors.
                 settings = settings.model_copy(update={
-                    "threads": self.config.embedder.threads, "batch_size": self.config.embedder.batch_size})
+                    "threads": self.config.embedder.threads, "sessions": self.config.embedder.sessions,
+                    "batch_size": self.config.embedder.batch_size})
                 embedder = create_embedder(settings)
             else:
                 embedder = create_embedder(self.config.embedder)

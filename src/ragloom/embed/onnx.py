@@ -10,12 +10,15 @@ two batchings), so an ingest resumed after a crash, or run in another order, did
 reproduce a clean build. Alone and unpadded, a text's vector is a function of the text
 and the model only (the same with 1 or 2 threads), and it cost no throughput in
 ``benchmarks/embed_throughput.py`` (see BENCHMARKS.md).
+
+Texts are embedded in parallel by single-threaded sessions, one per core by default
+(``embedder.sessions``; ``models.sessions``): faster than one session with every thread, and
+the vectors are the same bit for bit.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +26,7 @@ import numpy as np
 from ..config import EmbedderConfig
 from ..errors import EmbeddingError
 from ..models import packaged_model_dir
+from ..models.sessions import SessionPool, session_plan
 from .base import Embedder, Kind, folder_model_name
 from .prefixes import BGE_QUERY_INSTRUCTION
 DEFAULT_MODEL = "bge-small-en-v1.5"
@@ -38,14 +42,15 @@ class OnnxEmbedder(Embedder):
         name: str,
         *,
         threads: int = 0,
+        sessions: int = 0,
         batch_size: int = 32,
         max_tokens: int = 512,
         query_prefix: str = BGE_QUERY_INSTRUCTION,
         per_text: bool = True,
     ) -> None:
-        """``per_text=False`` embeds padded batches of ``batch_size``: for benchmarks only, as a
-        text's vector then depends on its batch."""
-        import onnxruntime as ort
+        """``threads`` CPU threads in all (0 = every usable core), split over ``sessions`` sessions
+        (0 = one single-threaded session per thread). ``per_text=False`` embeds padded batches of
+        ``batch_size``: for benchmarks only, as a text's vector then depends on its batch."""
         from tokenizers import Tokenizer
 
         model_file = model_dir / "model.onnx"
@@ -54,14 +59,9 @@ class OnnxEmbedder(Embedder):
                 f"{model_dir} must hold model.onnx and tokenizer.json; "
                 "set embedder.model to a folder with both, or leave it empty for the packaged model"
             )
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._input_names = {i.name for i in self._session.get_inputs()}
+        count, threads_each = session_plan(threads, sessions)
+        self._pool = SessionPool(model_file, count=count, threads_each=threads_each)
+        self._input_names = self._pool.input_names
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=max_tokens)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -70,7 +70,7 @@ class OnnxEmbedder(Embedder):
         self._counter.no_truncation()
         self._counter.no_padding()
         self.model_id = f"onnx:{name}"
-        self.dimension = int(self._session.get_outputs()[0].shape[-1])
+        self.dimension = int(self._pool.outputs[0].shape[-1])
         self.batch_size = batch_size
         self.query_prefix = query_prefix
         self.one_text_per_batch = per_text
@@ -94,11 +94,17 @@ class OnnxEmbedder(Embedder):
             model_dir,
             name,
             threads=config.threads,
+            sessions=config.sessions,
             batch_size=config.batch_size,
             max_tokens=config.max_tokens,
         )
 
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        hidden = self._pool.run(self.feeds(texts, kind))
+        return hidden[:, 0, :]  # CLS pooling
+
+    def feeds(self, texts: Sequence[str], kind: Kind) -> dict[str, np.ndarray]:
+        """The model's inputs for ``texts`` (padded to the longest)."""
         if kind == "query":
             texts = [self.query_prefix + t for t in texts]
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -107,8 +113,14 @@ class OnnxEmbedder(Embedder):
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
-        return hidden[:, 0, :]  # CLS pooling
+        return feeds
+
+    def _map_batches(self, texts: Sequence[str], batches: list[list[int]], kind: Kind) -> Iterator[np.ndarray]:
+        """Batches run side by side, one per session, in order."""
+        return self._pool.map(lambda rows: self._embed_batch([texts[i] for i in rows], kind), batches)
+
+    def close(self) -> None:
+        self._pool.close()
 
     def count_tokens(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=False).ids)

@@ -3,12 +3,14 @@
 One class scores (query, text) pairs for every part that needs relevance: the rerank
 stage, sentence support checks, extractive answers and the corrective-RAG evaluator.
 It is loaded once per process and index through ``shared_cross_encoder`` (a
-component of the index's parts), so those parts share one ONNX session.
+component of the index's parts), so those parts share one pool of ONNX sessions: a call's
+batches run side by side on single-threaded sessions, and concurrent answers queue for them
+instead of oversubscribing the cores (``models.sessions``). A batch's scores do not depend on
+which session runs it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -17,6 +19,7 @@ import numpy as np
 
 from ..errors import EmbeddingError, ModelNotFoundError
 from . import packaged_model_dir
+from .sessions import SessionPool, session_plan
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -42,24 +45,25 @@ class CrossEncoder:
 
     ``score`` returns the sigmoid of the model's logit (0..1, higher is more relevant),
     in input order, like the Cohere reranker's ``score``; ``logits`` the raw values.
-    Pairs are batched by length so padding costs little.
+    Each pair runs on its own by default (``batch_size`` 1): a padded batch of 16 SciFact
+    pairs ran 3x slower than the same pairs one at a time, and the INT8 model quantises
+    activations per input tensor, so a pair's score depended on the others in its batch (by up
+    to 0.8 logit); alone, it is a function of the pair and the model (BENCHMARKS.md, issue 26).
+    Larger batches are sorted by length so padding costs little. ``threads`` CPU threads in all
+    (0 = every usable core) are split over ``sessions`` sessions (0 = one single-threaded
+    session per thread), which run the pairs or batches of a call side by side.
     """
 
     def __init__(
-        self, model: str | Path | None = None, *, threads: int = 0, batch_size: int = 16, max_length: int = 512
+        self, model: str | Path | None = None, *, threads: int = 0, sessions: int = 0, batch_size: int = 1,
+        max_length: int = 512,
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         folder = model_folder(model)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            str(folder / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        count, threads_each = session_plan(threads, sessions)
+        self._pool = SessionPool(folder / "model.onnx", count=count, threads_each=threads_each)
+        self._inputs = self._pool.input_names
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         # Long passages lose their tail; a query is first cut to half the window (``_fit_query``).
         self._tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
@@ -74,12 +78,8 @@ class CrossEncoder:
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw relevance logit for each text, in input order."""
         query = self.fit_query(query)
-        out = np.zeros(len(texts), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._batch(query, [texts[i] for i in rows])
-        return out
+        batches = self._batches(sorted(range(len(texts)), key=lambda i: len(texts[i])))
+        return self._scatter(len(texts), batches, lambda rows: self._batch(query, [texts[i] for i in rows]))
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Relevance of each text to ``query`` (0..1, higher is better), in input order."""
@@ -87,13 +87,9 @@ class CrossEncoder:
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Relevance of each (query, text) pair, when the queries differ (claim support checks)."""
-        out = np.zeros(len(pairs), dtype=np.float32)
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            encodings = self._tokenizer.encode_batch([(self.fit_query(pairs[i][0]), pairs[i][1]) for i in rows])
-            out[rows] = self._run(encodings)
-        return sigmoid(out)
+        batches = self._batches(sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1])))
+        return sigmoid(self._scatter(len(pairs), batches, lambda rows: self._run(
+            self._tokenizer.encode_batch([(self.fit_query(pairs[i][0]), pairs[i][1]) for i in rows]))))
 
     def rerank(self, query: str, texts: Sequence[str], top_n: int | None = None) -> list[tuple[int, float]]:
         """The ``top_n`` most relevant texts as (index into ``texts``, score), best first."""
@@ -109,6 +105,16 @@ class CrossEncoder:
             return query
         return query[: offsets[self.max_query_tokens - 1][1]]
 
+    def _batches(self, order: list[int]) -> list[list[int]]:
+        return [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+
+    def _scatter(self, n: int, batches: list[list[int]], score: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+        """Each batch's scores, computed side by side on the pool, put back in input order."""
+        out = np.zeros(n, dtype=np.float32)
+        for rows, values in zip(batches, self._pool.map(score, batches)):
+            out[rows] = values
+        return out
+
     def _batch(self, query: str, texts: list[str]) -> np.ndarray:
         return self._run(self._tokenizer.encode_batch([(query, text) for text in texts]))
 
@@ -119,10 +125,11 @@ class CrossEncoder:
         }
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        return self._session.run(None, feeds)[0].reshape(-1)
+        return self._pool.run(feeds).reshape(-1)
 
     def close(self) -> None:
-        """Nothing to release: the ONNX session goes with the object."""
+        """Stop the pool's workers; the sessions go with the object."""
+        self._pool.close()
 
 
 def model_folder(model: str | Path | None) -> Path:
@@ -147,5 +154,6 @@ def sigmoid(values: np.ndarray) -> np.ndarray:
 
 
 def shared_cross_encoder(context: ComponentCache) -> CrossEncoder:
-    """The packaged cross-encoder, loaded once per index (threads from ``embedder.threads``)."""
-    return context.component(COMPONENT_KEY, lambda: CrossEncoder(threads=context.config.embedder.threads))
+    """The packaged cross-encoder, loaded once per index (threads and sessions as the embedder's)."""
+    settings = context.config.embedder
+    return context.component(COMPONENT_KEY, lambda: CrossEncoder(threads=settings.threads, sessions=settings.sessions))

@@ -1,6 +1,7 @@
 """``rerank``: rescore the best ``top_n`` hits with a cross-encoder, replacing or blending the score.
 
-The local provider runs the packaged ms-marco-MiniLM-L-12-v2 (INT8 ONNX) on every core;
+The local provider runs the packaged ms-marco-MiniLM-L-12-v2 (INT8 ONNX) on every core (a
+single-threaded session per core);
 ``cohere`` calls Cohere's rerank API through the same stage. ``mode: blend`` (the
 default) is the convex combination of the min-max normalised cross-encoder score and the
 min-max normalised incoming score, ``weight`` being the cross-encoder's share; hits below
@@ -33,9 +34,12 @@ class RerankOptions(BaseModel):
     top_n: int = Field(20, ge=1, description="hits rescored by the model; the rest keep their order below")
     mode: Literal["blend", "replace"] = Field("blend", description="blend with the incoming score, or replace it")
     weight: float = Field(DEFAULT_WEIGHT, ge=0.0, le=1.0, description="blend: the cross-encoder's share")
-    batch_size: int = Field(16, ge=1, description="pairs per model call (local)")
+    batch_size: int = Field(
+        1, ge=1, description="pairs per model call (local); 1 = each pair on its own: faster, and a pair's score "
+        "does not depend on the others (BENCHMARKS.md)")
     max_tokens: int = Field(320, ge=16, description="query + passage tokens the local model reads")
     threads: int = Field(0, ge=0, description="CPU threads for the local model; 0 = all cores")
+    sessions: int = Field(0, ge=0, description="local: sessions sharing the threads; 0 = one single-threaded per thread")
     base_url: str | None = Field(None, description="cohere: API URL (default https://api.cohere.com)")
     api_key_env: str | None = Field(None, description="cohere: variable holding the key (default COHERE_API_KEY)")
     timeout: float = Field(60.0, gt=0, description="cohere: seconds per request")
@@ -62,7 +66,7 @@ class RerankStage(Configured[RerankOptions]):
 
     def _key(self) -> str:
         o = self.options
-        return f"rerank:{o.provider}:{o.model}:{o.max_tokens}:{o.threads}:{o.batch_size}:{o.base_url}"
+        return f"rerank:{o.provider}:{o.model}:{o.max_tokens}:{o.threads}:{o.sessions}:{o.batch_size}:{o.base_url}"
 
     def _load(self) -> Any:
         o = self.options
@@ -75,7 +79,8 @@ class RerankStage(Configured[RerankOptions]):
             return CohereReranker(o.model, client=client)
         from ...models.cross_encoder import CrossEncoder
 
-        return CrossEncoder(o.model, threads=o.threads, batch_size=o.batch_size, max_length=o.max_tokens)
+        return CrossEncoder(o.model, threads=o.threads, sessions=o.sessions, batch_size=o.batch_size,
+                            max_length=o.max_tokens)
 
 
 def rerank_scores(hits: Sequence[Hit], model_scores: np.ndarray, mode: str, weight: float) -> list[Hit]:
