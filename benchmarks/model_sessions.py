@@ -16,7 +16,7 @@ largest difference). Then the same for the cross-encoder (ms-marco-MiniLM-L-12-v
 each query of SciFact's train split against 20 abstracts, as the rerank stage does. Last, the
 memory one more session costs (resident set after a 512-token warm-up, in a fresh process).
 
-    python benchmarks/model_sessions.py [--docs 900] [--rounds 2] [--pairs-queries 60]
+    python benchmarks/model_sessions.py [--docs 900] [--rounds 2] [--pairs-queries 60] [--only embedder|cross-encoder]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def abstracts(limit: int) -> list[str]:
 def embedders(cores: int) -> dict[str, Callable[[list[str]], np.ndarray]]:
     folder = packaged_model_dir("bge_small_en")
 
-    def make(**kw) -> OnnxEmbedder:  # noqa: ANN003
+    def make(**kw) -> OnnxEmbedder:
         return OnnxEmbedder(folder, "bge-small-en-v1.5", **kw)
 
     shared = make(threads=1, sessions=1)
@@ -105,16 +105,20 @@ def table(results: dict[str, tuple[list[float], np.ndarray]], work: float, unit:
 
 
 def cross_encoder_ways(cores: int, queries: list[str], passages: list[str]) -> dict[str, Callable[[], np.ndarray]]:
-    one = CrossEncoder(threads=cores, sessions=1)
-    side_by_side = CrossEncoder(threads=cores, sessions=cores)
+    ways = {
+        f"one session, {cores} threads, padded batches of 16 (before)":
+            CrossEncoder(threads=cores, sessions=1, batch_size=16),
+        f"one session, {cores} threads, each pair alone": CrossEncoder(threads=cores, sessions=1, batch_size=1),
+        f"{cores} sessions x 1 thread, padded batches of 16 side by side":
+            CrossEncoder(threads=cores, sessions=cores, batch_size=16),
+        f"{cores} sessions x 1 thread, each pair alone, side by side (now)":
+            CrossEncoder(threads=cores, sessions=cores, batch_size=1),
+    }
 
     def scores(model: CrossEncoder) -> np.ndarray:
         return np.concatenate([model.logits(q, passages[i * 20 : i * 20 + 20]) for i, q in enumerate(queries)])
 
-    return {
-        f"one session, {cores} threads (before)": lambda: scores(one),
-        f"{cores} sessions x 1 thread, a call's batches side by side (now)": lambda: scores(side_by_side),
-    }
+    return {name: (lambda m=model: scores(m)) for name, model in ways.items()}
 
 
 def session_memory() -> str:
@@ -148,9 +152,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--docs", type=int, default=900)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--pairs-queries", type=int, default=60, help="train queries scored against 20 abstracts each")
+    parser.add_argument("--pairs-queries", type=int, default=60, help="queries scored against 20 abstracts each")
+    parser.add_argument("--only", choices=("embedder", "cross-encoder"), help="measure one model only")
     args = parser.parse_args()
     cores = usable_cores()
+    if args.only != "cross-encoder":
+        measure_embedder(cores, args)
+    if args.only != "embedder":
+        measure_cross_encoder(cores, args)
+    print("\n" + session_memory())
+
+
+def measure_embedder(cores: int, args: argparse.Namespace) -> None:
     texts = abstracts(args.docs)
     ways = embedders(cores)
     counter = OnnxEmbedder(packaged_model_dir("bge_small_en"), "bge-small-en-v1.5", threads=1, sessions=1)
@@ -159,6 +172,9 @@ def main() -> None:
         embed(texts[:8] * cores)
     print(f"Embedding {len(texts)} SciFact abstracts, {tokens:,} tokens, {cores} usable cores, {args.rounds} rounds")
     print(table(timed_rounds({n: (lambda e=e: e(texts)) for n, e in ways.items()}, args.rounds), tokens, "tokens"))
+
+
+def measure_cross_encoder(cores: int, args: argparse.Namespace) -> None:
     queries = [json.loads(line)["text"] for _, line in zip(range(args.pairs_queries),
                                                             open(SCIFACT / "queries.jsonl", encoding="utf-8"))]
     passages = abstracts(20 * len(queries))
@@ -167,7 +183,6 @@ def main() -> None:
         run()
     print(f"\nCross-encoder: {len(queries)} queries x 20 abstracts = {20 * len(queries)} pairs, {args.rounds} rounds")
     print(table(timed_rounds(ce, args.rounds), 20 * len(queries), "pairs"))
-    print("\n" + session_memory())
 
 
 if __name__ == "__main__":

