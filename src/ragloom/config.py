@@ -351,6 +351,10 @@ class ServerConfig(Section):
     max_query_chars: int = Field(2000, ge=1, description="longest query accepted")
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS; empty = CORS off")
     search_threads: int = Field(4, ge=1, description="searches served at once, each with its own store connection")
+    indexes: dict[str, str] = Field(
+        default_factory=dict, description="name -> index folder, to serve several indexes (the first is the default, "
+        "served at /v1/...; each at /v1/indexes/{name}/...); empty = the one index of `index`",
+    )
     mcp: McpConfig = Field(default_factory=McpConfig)
 
 
