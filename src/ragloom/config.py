@@ -571,7 +571,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 # than config; tests/integration/test_hardening_io.py checks that every RAGLOOM_* name the
 # project mentions is either here or a setting.
 NON_CONFIG_ENV = frozenset({
-    "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
+    "RAGLOOM_CONFIG", "RAGLOOM_MCP_KEY", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
     "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
     "RAGLOOM_MODEL_DOWNLOAD",
 })

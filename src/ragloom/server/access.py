@@ -9,6 +9,7 @@ may not use answers exactly as one that does not exist.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import math
 from collections.abc import Iterator, Mapping
@@ -196,8 +197,7 @@ class ScopedIndex:
         if not self.caller.filtered:
             return stats
         visible = self.sources()
-        stats.sources, stats.chunks = len(visible), sum(r.chunk_count for r in visible)
-        return stats
+        return dataclasses.replace(stats, sources=len(visible), chunks=sum(r.chunk_count for r in visible))
 
     # -- writes ------------------------------------------------------------------------------------
     def remove_source(self, sid: str) -> list[str]:

@@ -112,7 +112,19 @@ def served_indexes(config: Config) -> dict[str, Config]:
     for name in named:
         if not _INDEX_NAME.fullmatch(name):
             raise ConfigError(f"index name {name!r}: use letters, digits, '.', '_' and '-' (it is part of a URL)")
-    return {name: config.model_copy(update={"index": str(path)}) for name, path in named.items()}
+    return {name: _own_collection(config.model_copy(update={"index": str(path)}, deep=True), name)
+            for name, path in named.items()} if config.server.indexes else {"default": config}
+
+
+def _own_collection(config: Config, name: str) -> Config:
+    """Several indexes on one Chroma or Qdrant server (or one shared folder) each get their own
+    collection, ``<collection>-<name>``; a store inside its index folder keeps its name."""
+    store = config.store
+    if store.backend == "chroma" and (store.chroma.host or store.chroma.path):
+        store.chroma.collection = f"{store.chroma.collection}-{name}"
+    elif store.backend == "qdrant" and (store.qdrant.url or store.qdrant.path):
+        store.qdrant.collection = f"{store.qdrant.collection}-{name}"
+    return config
 
 
 def create_app(config: Config, service: IndexService | None = None, *,
