@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,12 +30,12 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import KEY, free_port, read_jsonl, row, run_clients  # noqa: E402
-from synthetic import build, make_queries  # noqa: E402
+from serve import KEY, free_port, launch, read_jsonl, row, run_clients
+from synthetic import build, make_queries
 
-from ragloom import Config, Index  # noqa: E402
-from ragloom.server.access import ADMIN, Caller, ScopedIndex, Served  # noqa: E402
-from ragloom.server.service import IndexService  # noqa: E402
+from ragloom import Config, Index
+from ragloom.server.access import ADMIN, Caller, ScopedIndex, Served
+from ragloom.server.service import IndexService
 
 SCIFACT = Path("/work/shared/datasets/scifact")
 TENANTS = 10
@@ -95,22 +94,8 @@ def filter_cost(work: Path, chunks: int, queries: int) -> list[dict]:
 
 
 def start_serve(indexes: dict[str, Path], port: int) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    env["RAGLOOM_API_KEY"] = KEY
-    if env.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     args = [a for name, path in indexes.items() for a in ("--index", f"{name}={path}")]
-    process = subprocess.Popen([sys.executable, "-m", "ragloom", "serve", "--port", str(port), *args],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/healthz", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    process.kill()
-    raise SystemExit("the server did not start: " + process.stderr.read().decode(errors="replace"))
+    return launch(["serve", "--port", str(port), *args], port, {"RAGLOOM_API_KEY": KEY})
 
 
 def throughput(work: Path, docs: int, queries: int, clients: int) -> list[dict]:
@@ -130,10 +115,10 @@ def throughput(work: Path, docs: int, queries: int, clients: int) -> list[dict]:
         url = f"http://127.0.0.1:{port}"
         spread = iter(range(len(texts) * 2))
 
-        def session() -> httpx.Client:
+        def session(url: str = url) -> httpx.Client:
             return httpx.Client(base_url=url, timeout=300)
 
-        def search(client: httpx.Client, query: str) -> None:
+        def search(client: httpx.Client, query: str, layout: list[str] = layout, spread=spread) -> None:  # noqa: ANN001
             name = layout[next(spread) % len(layout)]
             response = client.post(f"/v1/indexes/{name}/search", json={"query": query, "k": 10})
             if response.status_code != 200:

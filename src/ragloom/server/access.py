@@ -24,9 +24,8 @@ from ..stores.base import AuditEntry, sources_matching
 from ..types import Answer, Hit, IndexStats, SourceRecord
 from .errors import ApiError
 from .keys import SCOPES, KeysFile, RateLimits
-from .schemas import source_id
 from .security import API_KEY_ENV
-from .service import IndexService, UnknownSourceError
+from .service import IndexService
 
 if TYPE_CHECKING:
     from .jobs import IngestJobs
@@ -175,10 +174,7 @@ class ScopedIndex:
             return sources_matching(index.store, self._conditions)
 
     def source(self, sid: str) -> SourceRecord:
-        for record in self.sources():
-            if source_id(record.path) == sid:
-                return record
-        raise UnknownSourceError(f"no source has the id {sid!r}; list them with GET /v1/sources")
+        return self.service.source(sid, among=self.sources())
 
     def source_text(self, sid: str) -> tuple[SourceRecord, list[Hit]]:
         self.source(sid)  # 404 for a source the caller cannot see, as for one that does not exist

@@ -32,13 +32,13 @@ from ..config import Config
 from ..errors import ConfigError, RagloomError
 from ..paths import PathPolicy
 from ..types import IngestReport
+from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
 from .jobs import IngestJobs
+from .keys import KeysFile
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
 from .schemas import IngestJobModel
-from .access import Caller, Gate, ScopedIndex, Served
-from .keys import KeysFile
 from .security import allowed_paths, configured_key
 from .service import IndexService
 
@@ -159,12 +159,12 @@ def create_app(config: Config, service: IndexService | None = None, *,
                         allowed_paths(settings))
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # noqa: ANN202
+    async def lifespan(app: FastAPI):
         yield
         for served in indexes.values():
             served.jobs.close()
-        for name in opened:
-            opened[name].close()
+        for service in opened.values():
+            service.close()
 
     app = FastAPI(
         title="ragloom", version=package_version(), lifespan=lifespan,

@@ -15,7 +15,8 @@ import inspect
 import logging
 import os
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, Field, Strict
@@ -106,6 +107,15 @@ class McpDoor:
         caller = self.caller()
         return [name for name in self.served if caller.may_use(name)]
 
+    @contextmanager
+    def acting_for(self, ctx: Any) -> Iterator[None]:
+        """Within: the caller of the MCP request ``ctx`` (its HTTP request's key, else the session's)."""
+        token = self.current.set(_caller_of_request(ctx))
+        try:
+            yield
+        finally:
+            self.current.reset(token)
+
     def uri(self, sid: str, index: str) -> str:
         return source_uri(sid, None if index == self.default else index)
 
@@ -131,12 +141,9 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
         """Runs each request as the caller its HTTP request resolved to, and lists that caller's indexes."""
 
         async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
-            token = door.current.set(_caller_of_request(ctx))
-            try:
+            with door.acting_for(ctx):
                 result = await super()._handle_list_tools(ctx, params)
                 names = door.visible()
-            finally:
-                door.current.reset(token)
             for tool in result.tools:
                 prop = (tool.input_schema or {}).get("properties", {}).get("index")
                 if prop is not None:
@@ -145,18 +152,12 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
             return result
 
         async def _handle_call_tool(self, ctx: Any, params: Any) -> Any:
-            token = door.current.set(_caller_of_request(ctx))
-            try:
+            with door.acting_for(ctx):
                 return await super()._handle_call_tool(ctx, params)
-            finally:
-                door.current.reset(token)
 
         async def _handle_read_resource(self, ctx: Any, params: Any) -> Any:
-            token = door.current.set(_caller_of_request(ctx))
-            try:
+            with door.acting_for(ctx):
                 return await super()._handle_read_resource(ctx, params)
-            finally:
-                door.current.reset(token)
 
     server = ScopedServer(
         "ragloom",

@@ -205,8 +205,9 @@ class IndexService:
         with self.reader() as index:
             return index.sources()
 
-    def source(self, sid: str) -> SourceRecord:
-        for record in self.sources():
+    def source(self, sid: str, among: list[SourceRecord] | None = None) -> SourceRecord:
+        """The source with id ``sid`` (among ``among``, by default every source); 404 if none."""
+        for record in self.sources() if among is None else among:
             if source_id(record.path) == sid:
                 return record
         raise UnknownSourceError(f"no source has the id {sid!r}; list them with GET /v1/sources")

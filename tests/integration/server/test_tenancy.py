@@ -16,22 +16,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
-import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import httpx
 import pytest
-import uvicorn
+from server_helpers import serving, subprocess_env, wait_until
 
 from ragloom import Config
 from ragloom.server.app import create_app
 from ragloom.server.keys import KeysFile
-from ragloom.testing.fakes import FakeOllama
-from server_helpers import free_port, subprocess_env, wait_until
+from ragloom.testing.fakes import FakeOllama, FakeOpenAI
 
 ADMIN_KEY = "admin-key-0123456789"
 BACKENDS = ["embedded", "chroma", "qdrant"]
@@ -72,6 +72,7 @@ class Tenancy:
     b_job: str
     ollama: FakeOllama
     backend: str
+    llm: FakeOpenAI
 
     def client(self, key: str | None, bearer: bool = False) -> httpx.Client:
         headers = {} if key is None else ({"Authorization": f"Bearer {key}"} if bearer else {"X-API-Key": key})
@@ -84,16 +85,17 @@ class Tenancy:
         assert not leaked, f"{where}: tenant A received {leaked}: {text[:400]}"
 
 
-def store_settings(backend: str, root: Path, chroma) -> dict:  # noqa: ANN001
+def store_settings(backend: str, root: Path, chroma) -> dict:
     if backend == "chroma":  # one server; each index gets <collection>-<name> of its own
         collection = "t" + hashlib.sha1(str(root).encode()).hexdigest()[:16]
         return {"backend": "chroma", "chroma": {"host": chroma.host, "port": chroma.port, "collection": collection}}
     return {"backend": backend}
 
 
-def tenancy_config(root: Path, backend: str, ollama_url: str, chroma) -> dict:  # noqa: ANN001
+def tenancy_config(root: Path, backend: str, ollama_url: str, chroma, llm_url: str) -> dict:
     folders = {"docs": root / "idx-docs", "hr": root / "idx-hr"}
     return {
+        "llm": {"provider": "openai", "model": "gpt-4o-mini", "base_url": llm_url, "timeout": 5},
         "index": str(folders["docs"]),
         "embedder": {"provider": "ollama", "model": "nomic-embed-text", "base_url": ollama_url, "max_retries": 0,
                      "timeout": 5},
@@ -123,8 +125,14 @@ def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     pytest.importorskip({"embedded": "ragloom", "chroma": "chromadb", "qdrant": "qdrant_client"}[backend])
     chroma = request.getfixturevalue("chroma_server") if backend == "chroma" else None
     root = tmp_path_factory.mktemp(f"tenancy-{backend}")
+    stack = ExitStack()
     ollama = FakeOllama(embed_models={"nomic-embed-text": 64}).start()
-    settings = tenancy_config(root, backend, ollama.url, chroma)
+    # The LLM repeats its whole prompt: whatever context reached it reaches the caller.
+    llm = FakeOpenAI(reply=lambda messages, json_mode: "Echo [1]: " + " ".join(
+        str(m.get("content", "")) for m in messages)).start()
+    saved_key = os.environ.get("OPENAI_API_KEY")
+    os.environ["OPENAI_API_KEY"] = "sk-test"
+    settings = tenancy_config(root, backend, ollama.url, chroma, llm.url)
     (root / "ragloom.yaml").write_text(json.dumps(settings), encoding="utf-8")  # for `ragloom mcp` below
     keys_file = KeysFile(root / "keys.json")
     keys = {
@@ -135,13 +143,8 @@ def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         "slow": keys_file.add("slow", where={"team": "a"}, rate=0.2, burst=1)[0],
     }
     app = create_app(Config.from_dict(settings), keys_file=keys_file.path)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=60)
-    url = f"http://127.0.0.1:{port}"
     try:
+        url = stack.enter_context(serving(app))
         jobs = {}
         for who, name, text in (("alice", "alpha.md", ALPHA), ("bob", "bravo.md", BRAVO)):
             with httpx.Client(base_url=url, headers={"X-API-Key": keys[who]}, timeout=120) as client:
@@ -162,15 +165,23 @@ def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             assert bob.post("/v1/search", json={"query": "VELVET-HARBOR-77 launch code"}).status_code == 200
             assert bob.post("/v1/search", json={"query": B_WORDS}).json()["hits"]
         yield Tenancy(url, app.state.ragloom, root, keys_file.path, keys,
-                      B_TEXT_MARKERS + b_chunks + [b_source["id"]], b_source["id"], jobs["bob"], ollama, backend)
+                      B_TEXT_MARKERS + b_chunks + [b_source["id"]], b_source["id"], jobs["bob"], ollama, backend, llm)
     finally:
-        server.should_exit = True
-        thread.join(60)
+        stack.close()
         ollama.stop()
+        llm.stop()
+        if saved_key is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = saved_key
 
 
 def wait_job(client: httpx.Client, path: str) -> dict:
-    return wait_until(lambda: (lambda job: job if job["state"] in ("done", "failed") else None)(client.get(path).json()))
+    def finished() -> dict | None:
+        job = client.get(path).json()
+        return job if job["state"] in ("done", "failed") else None
+
+    return wait_until(finished)
 
 
 # -- the attacks, as requests ----------------------------------------------------------------------
@@ -269,6 +280,26 @@ def test_sse_streaming_and_chat_never_return_b(tenancy: Tenancy):
         tenancy.assert_no_b(chat.content, "chat")
 
 
+def test_every_answer_strategy_streamed_or_not_never_returns_b(tenancy: Tenancy):
+    """The LLM strategies over the echoing LLM: the prompt it was given comes back in the answer."""
+    question = "How does the kettle lantern deploy work, and what is the launch code of the zebra quartz turbine?"
+    sent_before = len(tenancy.llm.requests_to("/v1/chat/completions"))
+    with tenancy.client(tenancy.keys["alice"]) as alice:
+        responses = [alice.post("/v1/indexes/docs/ask", json={"question": question, "strategy": strategy, "k": 50,
+                                                               "stream": stream, "budget": 4000})
+                     for strategy in ("standard", "attributed", "cove", "extractive") for stream in (False, True)]
+        responses += [alice.post("/v1/chat/completions", json={"model": model, "stream": stream,
+                                                               "messages": [{"role": "user", "content": question}]})
+                      for model in ("ragloom", "attributed") for stream in (False, True)]
+    prompts = [json.dumps(r.json) for r in tenancy.llm.requests_to("/v1/chat/completions")[sent_before:]]
+    assert prompts and any("kettle" in p for p in prompts)  # the LLM was asked, with A's passages
+    for prompt in prompts:
+        tenancy.assert_no_b(prompt, "prompt sent to the LLM")
+    for response in responses:
+        assert response.status_code == 200, response.text
+        tenancy.assert_no_b(response.content, "answer")
+
+
 def test_the_query_cache_keeps_tenants_apart(tenancy: Tenancy):
     query = {"query": "quartz turbine blades polished", "k": 10}
     with tenancy.client(tenancy.keys["bob"]) as bob, tenancy.client(tenancy.keys["alice"]) as alice:
@@ -307,7 +338,7 @@ def test_the_web_pages_requests_never_return_b(tenancy: Tenancy):
         tenancy.assert_no_b(response.content, str(response.request.url))
 
 
-def _mcp_attacks(client, index: str | None) -> list:  # noqa: ANN001
+def _mcp_attacks(client, index: str | None) -> list:
     extra = {"index": index} if index else {}
     calls = [("search", {"query": B_WORDS, "k": 100, "explain": True, **({"mode": m} if m else {}), **extra})
              for m in MODES]
@@ -318,7 +349,7 @@ def _mcp_attacks(client, index: str | None) -> list:  # noqa: ANN001
     return calls
 
 
-async def _mcp_session(client, t: Tenancy) -> list[str]:  # noqa: ANN001
+async def _mcp_session(client, t: Tenancy) -> list[str]:
     raw = []
     tools = (await client.list_tools()).tools
     raw.append(json.dumps([tool.input_schema for tool in tools]))
@@ -330,7 +361,7 @@ async def _mcp_session(client, t: Tenancy) -> list[str]:  # noqa: ANN001
         try:
             contents = await client.read_resource(uri)
             raw.append(" ".join(getattr(c, "text", "") for c in contents.contents))
-        except Exception as exc:  # noqa: BLE001 - not found is the expected outcome
+        except Exception as exc:
             assert "no source" in str(exc)  # the message names the id asked for: not kept
             raw.append("refused")
     return raw
@@ -382,14 +413,10 @@ def test_mcp_over_http_never_returns_b_and_stops_a_revoked_key(tenancy: Tenancy)
     services = {name: served.service for name, served in state.indexes.items()}
     app = KeyRequired(build_mcp(services, state.config, gate=state.gate, caller=ANONYMOUS)
                       .streamable_http_app(host="127.0.0.1"), state.gate)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, timeout=60)
-    url = f"http://127.0.0.1:{port}/mcp"
     temp = KeysFile(tenancy.keys_file).add("mcp-temp", where={"team": "a"})[0]
-    try:
+    with serving(app) as base:
+        url = f"{base}/mcp"
+
         async def session(key: str) -> list[str]:
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http, \
                     Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client:
@@ -403,9 +430,6 @@ def test_mcp_over_http_never_returns_b_and_stops_a_revoked_key(tenancy: Tenancy)
         after = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                             headers={"Authorization": f"Bearer {temp}"})
         assert before.status_code != 401 and after.status_code == 401
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def test_mcp_over_stdio_acts_as_the_key_in_the_environment(tenancy: Tenancy):

@@ -14,7 +14,13 @@ from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 from ...types import Answer
 from ..app import ServerState
 from ..errors import error_body
-from ..schemas import AnswerModel, AskRequest, ContextModel, ContextRequest, answer_model
+from ..schemas import (
+    AnswerModel,
+    AskRequest,
+    ContextModel,
+    ContextRequest,
+    answer_model,
+)
 from . import BODY_ERRORS, JsonBodyRoute, ReadIndex, State
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["answers"])

@@ -89,7 +89,7 @@ async def ingest_job(job_id: str, index: ReadIndex) -> IngestJobModel:
     return job
 
 
-async def _save_uploads(request: Request, state, folder: Path) -> list[Path]:  # noqa: ANN001
+async def _save_uploads(request: Request, state, folder: Path) -> list[Path]:
     settings = state.config.server
     form = await request.form(max_files=100, max_fields=100)
     uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile)]

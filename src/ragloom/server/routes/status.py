@@ -14,7 +14,7 @@ from . import ERRORS, ReadIndex, State
 router = APIRouter(prefix="/v1", tags=["status"])
 
 @router.get("/status", response_model=StatusModel, responses=ERRORS)
-async def status(index: ReadIndex, state: State):  # noqa: ANN201
+async def status(index: ReadIndex, state: State):
     """What the index holds: sources, chunks, embedder, size on disk; and the server's state."""
     from ..app import package_version
 
