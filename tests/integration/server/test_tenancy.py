@@ -533,3 +533,46 @@ def test_zz_grep_fallback_with_the_embedder_down_never_returns_b(tenancy: Tenanc
     for response in responses:
         assert response.status_code == 200, response.text
         tenancy.assert_no_b(response.content, "grep fallback")
+
+
+def test_the_page_in_a_browser_picks_an_index_and_shows_only_a(tenancy: Tenancy, tmp_path: Path):
+    """The real page in headless Chromium: a 401 asks for the key, the picker lists A's indexes,
+    and a search for B's words on the page shows none of B."""
+    if tenancy.backend != "embedded":
+        pytest.skip("the page is the same whatever the store; the HTTP doors run on every store")
+    pytest.importorskip("selenium")
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    chromium, driver_path = shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        pytest.skip("no Chromium here: scripts/setup.sh --test installs it")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(flag)
+    browser = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        browser.get(tenancy.url + "/")
+        wait = WebDriverWait(browser, 60)
+        wait.until(lambda d: d.find_element(By.ID, "key-box").is_displayed())  # every request needs a key
+        key_box = browser.find_element(By.ID, "api-key")
+        key_box.send_keys(tenancy.keys["alice"])
+        browser.find_element(By.ID, "query").click()  # the key's change event: the indexes are listed
+        wait.until(lambda d: d.find_element(By.ID, "index").is_displayed())
+        picker = Select(browser.find_element(By.ID, "index"))
+        assert [o.text for o in picker.options] == ["docs", "hr"]
+        picker.select_by_value("docs")
+        wait.until(lambda d: "1 sources" in d.find_element(By.ID, "status").text)
+        browser.find_element(By.ID, "query").send_keys(B_WORDS + " kettle")
+        browser.find_element(By.ID, "go").click()
+        wait.until(lambda d: "passages" in d.find_element(By.ID, "message").text)
+        page = browser.find_element(By.TAG_NAME, "body").text
+    finally:
+        browser.quit()
+    assert "alpha.md" in page
+    tenancy.assert_no_b(page.replace(B_WORDS + " kettle", ""), "the page")

@@ -15,8 +15,8 @@ function apiHeaders(extra = {}) {
 
 // The chosen index's endpoints: /v1/indexes/NAME/... (the picker shows when the key may use several).
 function indexBase() {
-  const name = $("index").value;
-  return name ? `/v1/indexes/${encodeURIComponent(name)}` : "/v1";
+  const picker = $("index");
+  return picker.hidden || !picker.value ? "/v1" : `/v1/indexes/${encodeURIComponent(picker.value)}`;
 }
 
 async function loadIndexes() {
