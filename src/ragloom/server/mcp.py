@@ -22,7 +22,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, Field, Strict
 
 from ..config import Config
-from ..errors import RagloomError
+from ..errors import ConfigError, RagloomError
 from ..optional import require
 from .access import ANONYMOUS, Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
@@ -327,6 +327,8 @@ def run_mcp(config: Config, *, transport: str, host: str, port: int, keys_file: 
     gate = Gate(config.server, configured_key(config.server), KeysFile(keys_file) if keys_file else None)
     try:
         if transport == "stdio":
+            if keys_file and not os.environ.get(MCP_KEY_ENV):
+                raise ConfigError(f"with --keys-file, a stdio session acts as one key: set {MCP_KEY_ENV} to it")
             caller = gate.caller(os.environ.get(MCP_KEY_ENV)) if keys_file else LOCAL
             build_mcp(services, config, gate=gate, caller=caller).run("stdio")
             return

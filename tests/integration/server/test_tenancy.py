@@ -284,10 +284,12 @@ def test_every_answer_strategy_streamed_or_not_never_returns_b(tenancy: Tenancy)
     """The LLM strategies over the echoing LLM: the prompt it was given comes back in the answer."""
     question = "How does the kettle lantern deploy work, and what is the launch code of the zebra quartz turbine?"
     sent_before = len(tenancy.llm.requests_to("/v1/chat/completions"))
+    # The strategies do not depend on the store: every one on the embedded store, one on the others.
+    strategies = ("standard", "attributed", "cove", "extractive") if tenancy.backend == "embedded" else ("cove",)
     with tenancy.client(tenancy.keys["alice"]) as alice:
         responses = [alice.post("/v1/indexes/docs/ask", json={"question": question, "strategy": strategy, "k": 50,
                                                                "stream": stream, "budget": 4000})
-                     for strategy in ("standard", "attributed", "cove", "extractive") for stream in (False, True)]
+                     for strategy in strategies for stream in (False, True)]
         responses += [alice.post("/v1/chat/completions", json={"model": model, "stream": stream,
                                                                "messages": [{"role": "user", "content": question}]})
                       for model in ("ragloom", "attributed") for stream in (False, True)]
