@@ -115,13 +115,19 @@ def http_ask(url: str, k: int) -> Callable[[httpx.Client, str], None]:
 
 
 def start_server(index: Path, port: int, readers: int, allowed: Path) -> subprocess.Popen:
+    return launch(["--index", str(index), "serve", "--port", str(port)], port, {
+        "RAGLOOM_API_KEY": KEY, "RAGLOOM_SERVER__SEARCH_THREADS": str(readers),
+        "RAGLOOM_SERVER__ALLOWED_ROOTS": json.dumps([str(allowed)])})
+
+
+def launch(args: list[str], port: int, settings: dict[str, str]) -> subprocess.Popen:
+    """``ragloom ARGS`` in a fresh process with only ``settings`` of RAGLOOM_*; returned once it answers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    env.update({"RAGLOOM_API_KEY": KEY, "RAGLOOM_SERVER__SEARCH_THREADS": str(readers),
-                "RAGLOOM_SERVER__ALLOWED_ROOTS": json.dumps([str(allowed)])})
+    env.update(settings)
     if env.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
-    process = subprocess.Popen([sys.executable, "-m", "ragloom", "--index", str(index), "serve", "--port", str(port)],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen([sys.executable, "-m", "ragloom", *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:

@@ -28,6 +28,7 @@ import json
 import os
 import sqlite3
 import time
+from contextvars import ContextVar
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -195,3 +196,8 @@ def _check_row(
     if (entry.get("id"), entry.get("kind"), entry.get("created_at")) != (eid, kind, created):
         return "its id, kind or time column does not match its content; the row was edited"
     return ""
+
+
+#: The name of the API key a server request is made with (never the key): searches record it, and
+#: a key that is not an admin reads back only its own entries.
+CALLER: ContextVar[str | None] = ContextVar("ragloom_caller", default=None)

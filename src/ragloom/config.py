@@ -354,6 +354,10 @@ class ServerConfig(Section):
     max_query_chars: int = Field(2000, ge=1, description="longest query accepted")
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS; empty = CORS off")
     search_threads: int = Field(4, ge=1, description="searches served at once, each with its own store connection")
+    indexes: dict[str, str] = Field(
+        default_factory=dict, description="name -> index folder, to serve several indexes (the first is the default, "
+        "served at /v1/...; each at /v1/indexes/{name}/...); empty = the one index of `index`",
+    )
     mcp: McpConfig = Field(default_factory=McpConfig)
 
 
@@ -570,7 +574,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
 # than config; tests/integration/test_hardening_io.py checks that every RAGLOOM_* name the
 # project mentions is either here or a setting.
 NON_CONFIG_ENV = frozenset({
-    "RAGLOOM_CONFIG", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
+    "RAGLOOM_CONFIG", "RAGLOOM_MCP_KEY", "RAGLOOM_MODEL_DIR", "RAGLOOM_LOG_LEVEL", "RAGLOOM_CACHE_DIR", "RAGLOOM_TORCH_INDEX",
     "RAGLOOM_VENV", "RAGLOOM_DEMO_INDEX", "RAGLOOM_DEBUG", "RAGLOOM_API_KEY", "RAGLOOM_DATASETS",
     "RAGLOOM_MODEL_DOWNLOAD",
 })

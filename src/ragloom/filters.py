@@ -5,6 +5,7 @@ A filter is a mapping of metadata key to a condition, all of which must hold::
     {"source": "notes.md"}                       # equality
     {"page": {"$gte": 2, "$lt": 5}}              # ranges
     {"section": {"$in": ["Intro", "Usage"]}}     # membership
+    {"$and": [{"team": "a"}, {"page": 2}]}       # all of several filters (a server ANDs a key's own)
 
 The CLI form is ``key=value``, ``key!=value``, ``key<value``, ``key<=value``,
 ``key>value``, ``key>=value`` and ``key~a,b,c`` (in). Stores translate the parsed
@@ -39,6 +40,9 @@ def parse_where(where: Mapping[str, Any] | None) -> list[Condition]:
         return []
     conditions: list[Condition] = []
     for key, spec in where.items():
+        if key == "$and":  # every part must hold, so no part can widen another
+            conditions.extend(_all_of(spec))
+            continue
         if not isinstance(key, str) or not key:
             raise FilterError(f"filter keys must be non-empty strings, got {key!r}")
         if isinstance(spec, Mapping):
@@ -53,6 +57,20 @@ def parse_where(where: Mapping[str, Any] | None) -> list[Condition]:
         else:
             conditions.append(_condition(key, "$eq", spec))
     return conditions
+
+
+def _all_of(parts: Any) -> list[Condition]:
+    if isinstance(parts, (str, bytes, Mapping)) or not isinstance(parts, Iterable):
+        raise FilterError(f"$and needs a list of filters, got {parts!r}")
+    return [condition for part in parts for condition in parse_where(part)]
+
+
+def all_of(*wheres: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """One filter that holds where every given one holds (None and empty ones are left out)."""
+    present = [dict(w) for w in wheres if w]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return {"$and": present}
 
 
 def _condition(key: str, op: str, value: Any) -> Condition:

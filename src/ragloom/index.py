@@ -127,11 +127,14 @@ class Index:
         glob: Sequence[str] | None = None,
         progress: IngestProgress | None = None,
         policy: PathPolicy | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> IngestReport:
         """Index files and folders. Unchanged files are skipped, changed ones replaced,
         and files gone from an ingested folder are removed from the index. With a ``policy``
-        (a server's door), every file is checked against its roots where it is opened."""
-        return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress, policy)
+        (a server's door), every file is checked against its roots where it is opened;
+        ``metadata`` is added to every chunk written (a server stamps a tenant's uploads)."""
+        return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress, policy,
+                                   metadata)
 
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""

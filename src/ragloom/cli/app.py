@@ -51,9 +51,9 @@ def _global(
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, knowledge, search, serve
+    from . import admin, ingest, keys, knowledge, search, serve
 
-    for module in (ingest, search, admin, serve, knowledge):
+    for module in (ingest, search, admin, serve, knowledge, keys):
         module.register(app)
     for optional in ("migrate", "eval", "providers", "answer", "chat", "maintenance", "models"):
         try:

@@ -15,22 +15,52 @@ def serve_command(
     port: Optional[int] = typer.Option(None, "--port", "-p", help="Port (default: server.port, 8000)."),
     watch: Optional[list[str]] = typer.Option(
         None, "--watch", "-w", help="Also watch this folder and ingest its changes (repeatable)."),
+    index: Optional[list[str]] = typer.Option(
+        None, "--index", "-i", help="NAME=PATH: serve this index as NAME (repeatable; the first is the default, "
+        "at /v1/...; each at /v1/indexes/NAME/...). A PATH alone: the one index to serve."),
+    keys_file: Optional[str] = typer.Option(
+        None, "--keys-file", help="Scoped API keys (`ragloom keys add`); every request then needs a key."),
 ) -> None:
     """Serve the index over HTTP: the /v1 API, its docs at /docs, and a search page at /."""
     from ..server.runner import serve
 
-    config = state(ctx).config()
+    config = indexes_config(ctx, index or [])
     host = host or config.server.host
     port = port or config.server.port
     from ..server.security import API_KEY_ENV, configured_key
 
-    err_console.print(f"serving {display_path(config.index)} at http://{host}:{port}/  (API docs: /docs)")
-    if configured_key(config.server) is None:
+    where = ", ".join(f"{n}={display_path(p)}" for n, p in config.server.indexes.items()) or display_path(config.index)
+    err_console.print(f"serving {where} at http://{host}:{port}/  (API docs: /docs)")
+    if keys_file:
+        err_console.print(f"keys: {display_path(keys_file)} (re-read when it changes)")
+    elif configured_key(config.server) is None:
         err_console.print(f"writes (ingest, delete) are off: set {API_KEY_ENV} or server.api_key to allow them")
     elif host not in ("127.0.0.1", "localhost", "::1") and not config.server.require_key_for_reads:
         notice("warning:", "yellow", "anyone who can reach this address can search the index; "
                "set server.require_key_for_reads: true to ask for the key")
-    serve(config, host=host, port=port, watch=watch or [])
+    serve(config, host=host, port=port, watch=watch or [], keys_file=keys_file)
+
+
+def indexes_config(ctx: typer.Context, values: list[str]):  # noqa: ANN201 - a Config
+    """The config with ``--index NAME=PATH`` values as ``server.indexes`` (a bare PATH: the one index)."""
+    from ..errors import UsageError
+
+    named = [v for v in values if "=" in v]
+    bare = [v for v in values if "=" not in v]
+    if bare and (named or len(bare) > 1):
+        raise UsageError("give either one --index PATH, or --index NAME=PATH for each index to serve")
+    if bare:
+        return state(ctx).config(index=bare[0])
+    config = state(ctx).config()
+    if named:
+        indexes = {}
+        for value in named:
+            name, _, path = value.partition("=")
+            if not name or not path or name in indexes:
+                raise UsageError(f"--index {value!r}: write NAME=PATH, each NAME once")
+            indexes[name] = path
+        config.server.indexes = indexes
+    return config
 
 
 def mcp_command(
@@ -38,6 +68,10 @@ def mcp_command(
     transport: str = typer.Option("stdio", "--transport", "-t", help="stdio (for a local client) or http (streamable HTTP)."),
     host: Optional[str] = typer.Option(None, "--host", help="With --transport http: address (default: server.host)."),
     port: Optional[int] = typer.Option(None, "--port", "-p", help="With --transport http: port (default: server.port)."),
+    index: Optional[list[str]] = typer.Option(
+        None, "--index", "-i", help="NAME=PATH: offer this index as NAME (repeatable); a PATH alone: the one index."),
+    keys_file: Optional[str] = typer.Option(
+        None, "--keys-file", help="Scoped API keys; over stdio the session acts as the key in $RAGLOOM_MCP_KEY."),
 ) -> None:
     """Serve the index to MCP clients (tools: search, list_sources; ingest when server.mcp.ingest is on)."""
     from ..errors import ConfigError
@@ -45,8 +79,9 @@ def mcp_command(
 
     if transport not in ("stdio", "http"):
         raise ConfigError(f"unknown transport {transport!r}; use stdio or http")
-    config = state(ctx).config()
-    run_mcp(config, transport=transport, host=host or config.server.host, port=port or config.server.port)
+    config = indexes_config(ctx, index or [])
+    run_mcp(config, transport=transport, host=host or config.server.host, port=port or config.server.port,
+            keys_file=keys_file)
 
 
 def watch_command(

@@ -12,9 +12,9 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -69,7 +69,7 @@ class IngestRunner:
 
     def ingest(
         self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
-        policy: PathPolicy | None = None,
+        policy: PathPolicy | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> IngestReport:
         """Ingest ``paths``; with a ``policy`` (a server's door) every file is checked where it is opened."""
         started = time.perf_counter()
@@ -79,7 +79,7 @@ class IngestRunner:
         with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             progress.files(len(plan))
-            seen = self._write(plan, report, progress, policy)
+            seen = self._write(plan, report, progress, policy, dict(metadata or {}))
             self._remove_gone(folders, seen, report)
             self.store.flush()
             report.warnings.extend(self.sync_structures())
@@ -88,6 +88,7 @@ class IngestRunner:
 
     def _write(
         self, plan: list[Path], report: IngestReport, progress: IngestProgress, policy: PathPolicy | None,
+        stamp: dict[str, Any],
     ) -> set[str]:
         """Read, chunk, embed and store the planned files; return the sources seen."""
         seen: set[str] = set()
@@ -97,7 +98,7 @@ class IngestRunner:
 
         def prepare(file: Path) -> tuple[str, _Pending | None]:
             source = source_id(file)
-            return source, self._prepare(file, source, report, known, policy)
+            return source, self._prepare(file, source, report, known, policy, stamp)
 
         # Files are read and chunked ahead, and sources written behind, while this thread embeds.
         with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
@@ -141,7 +142,7 @@ class IngestRunner:
 
     def _prepare(
         self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
-        policy: PathPolicy | None = None,
+        policy: PathPolicy | None = None, stamp: Mapping[str, Any] | None = None,
     ) -> _Pending | None:
         """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
         the sources registry read beforehand, so that this can run beside the store's writer)."""
@@ -176,6 +177,8 @@ class IngestRunner:
             return None
         report.warnings.extend(result.warnings)
         report.ocr_pages += result.stats.get("ocr_pages", 0)
+        if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
+            chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,

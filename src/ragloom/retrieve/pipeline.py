@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import registry
 from ..errors import ConfigError, EmbeddingError, ModelMismatchError, ProviderError, RagloomWarning, UnknownComponentError
+from ..filters import Condition, matches
 from ..tracing import set_attributes, span
 from ..types import Hit
 from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
@@ -96,7 +97,7 @@ class Pipeline:
                 if fallback is None or isinstance(exc, ModelMismatchError):
                     raise
                 return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
-            hits = apply_phrases(materialise(retrieved, depth, context), plan)
+            hits = apply_phrases(materialise(retrieved, depth, context, plan.conditions), plan)
             set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
         trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
         for stage in self.stages:
@@ -170,7 +171,7 @@ def _fall_back(
     began = time.perf_counter()
     with span(f"ragloom.fallback.{fallback.name}", **{"ragloom.reason": reason}):
         retrieved = fallback.retrieve(plan, context, plan.k * _PHRASE_FETCH)
-        hits = apply_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context), plan)
+        hits = apply_phrases(materialise(retrieved, plan.k * _PHRASE_FETCH, context, plan.conditions), plan)
     if hits or not quiet_if_empty:
         warnings.warn(f"{reason}; returning {fallback.name} matches of the stored texts instead", RagloomWarning,
                       stacklevel=5)
@@ -179,7 +180,8 @@ def _fall_back(
     return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
 
 
-def materialise(retrieved: Retrieved, depth: int, context: SearchContext) -> list[Hit]:
+def materialise(retrieved: Retrieved, depth: int, context: SearchContext,
+                plan_conditions: Sequence[Condition] = ()) -> list[Hit]:
     """Hits for the best ``depth`` candidates: their text and metadata read in one batch."""
     top = retrieved.candidates[:depth]
     chunks = {c.id: c for c in context.store.get_chunks([c.chunk_id for c in top if c.chunk_id not in retrieved.extra])}
@@ -187,7 +189,9 @@ def materialise(retrieved: Retrieved, depth: int, context: SearchContext) -> lis
     hits = []
     for candidate in top:
         chunk = chunks.get(candidate.chunk_id)
-        if chunk is None:
+        # The last gate: whatever a step fetched (a graph, a tree, a rewrite), only chunks passing
+        # the plan's filters become hits.
+        if chunk is None or plan_conditions and not matches(chunk.metadata, plan_conditions):
             continue
         scores = {name: values[chunk.id] for name, values in retrieved.components.items() if chunk.id in values}
         hits.append(Hit(chunk_id=chunk.id, text=chunk.text, score=candidate.score, rank=len(hits) + 1,

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import registry
 from ..errors import QueryError, RagloomWarning
-from ..stores.base import AuditEntry
+from ..audit import CALLER
+from ..filters import parse_where
+from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
 from .base import QueryPlan, SearchContext, SearchResult
 from .cache import QueryCache
@@ -42,8 +44,9 @@ class Searcher:
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
+        # A source: operator names only sources the filter lets through (a server ANDs a key's filter).
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings,
-                          lambda: [r.path for r in store.list_sources()])
+                          lambda: [r.path for r in sources_matching(store, parse_where(where))])
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
             if store.count() == 0:
                 warnings.warn(
@@ -106,6 +109,8 @@ class Searcher:
         }
         if plan.text != plan.original:
             parameters["query_text"] = plan.text
+        if CALLER.get() is not None:
+            parameters["key"] = CALLER.get()
         if store.read_only:
             if not self._warned_read_only:
                 warnings.warn(

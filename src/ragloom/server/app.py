@@ -1,4 +1,6 @@
-"""The HTTP API: ``create_app(config)`` returns a FastAPI app serving one index under /v1.
+"""The HTTP API: ``create_app(config)`` returns a FastAPI app serving its indexes under /v1.
+
+The first index is served at /v1/...; every index (the first too) at /v1/indexes/{name}/....
 
 Each group of endpoints is a router module in ``server/routes``; adding one (answers:
 ``routes/answers.py`` for /v1/context and /v1/ask) is a new module listed in ``ROUTERS``.
@@ -8,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -26,11 +29,13 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..config import Config
-from ..errors import RagloomError
+from ..errors import ConfigError, RagloomError
 from ..paths import PathPolicy
 from ..types import IngestReport
+from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
 from .jobs import IngestJobs
+from .keys import KeysFile
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
 from .schemas import IngestJobModel
@@ -38,10 +43,11 @@ from .security import allowed_paths, configured_key
 from .service import IndexService
 
 log = logging.getLogger("ragloom.server")
+_INDEX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 T = TypeVar("T")
 
 #: Router modules under ragloom.server.routes, each exposing ``router`` (with its /v1 prefix).
-ROUTERS = ("search", "answers", "chat", "ingest", "sources", "status")
+ROUTERS = ("indexes", "search", "answers", "chat", "ingest", "sources", "status")
 
 
 def package_version() -> str:
@@ -56,44 +62,108 @@ class ServerState:
     """What every endpoint reaches through ``request.app.state.ragloom``."""
 
     config: Config
-    service: IndexService
-    jobs: IngestJobs
+    #: The served indexes by name; the first is the default, which the paths without a name serve.
+    indexes: dict[str, Served]
+    gate: Gate
     metrics: Metrics
     api_key: str | None
     limiter: anyio.CapacityLimiter
-    upload_dir: Path
-    #: What ingest by path may read (server.allowed_roots), and what an upload's job may (the upload folder).
+    #: What ingest by path may read (server.allowed_roots).
     paths: PathPolicy
-    uploads: PathPolicy
+
+    @property
+    def default(self) -> Served:
+        return next(iter(self.indexes.values()))
+
+    # The default index's parts, as the single-index server had them.
+    @property
+    def service(self) -> IndexService:
+        return self.default.service
+
+    @property
+    def jobs(self) -> IngestJobs:
+        return self.default.jobs
+
+    @property
+    def upload_dir(self) -> Path:
+        return self.default.upload_dir
+
+    @property
+    def writes_enabled(self) -> bool:
+        return self.api_key is not None or self.gate.keys is not None
+
+    def open(self, caller: Caller, name: str | None, scope: str) -> ScopedIndex:
+        """The index ``name`` (None: the default) as ``caller`` may use it for ``scope``; 404/401/403 if not."""
+        name = self.default.name if name is None else name
+        self.gate.check(caller, name, self.indexes, scope)
+        return ScopedIndex(self.indexes[name], caller)
+
+    def visible(self, caller: Caller) -> list[str]:
+        return [name for name in self.indexes if caller.may_use(name)]
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking index work on a worker thread, at most one per reader."""
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
 
 
-def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
-    """The API for the index ``config.index``; ``service`` may be shared with MCP or a watcher."""
+def served_indexes(config: Config) -> dict[str, Config]:
+    """Name -> config of each index to serve: ``server.indexes`` if set, else ``config.index`` as ``default``."""
+    named = config.server.indexes or {"default": config.index}
+    for name in named:
+        if not _INDEX_NAME.fullmatch(name):
+            raise ConfigError(f"index name {name!r}: use letters, digits, '.', '_' and '-' (it is part of a URL)")
+    return {name: _own_collection(config.model_copy(update={"index": str(path)}, deep=True), name)
+            for name, path in named.items()} if config.server.indexes else {"default": config}
+
+
+def _own_collection(config: Config, name: str) -> Config:
+    """Several indexes on one Chroma or Qdrant server (or one shared folder) each get their own
+    collection, ``<collection>-<name>``; a store inside its index folder keeps its name."""
+    store = config.store
+    if store.backend == "chroma" and (store.chroma.host or store.chroma.path):
+        store.chroma.collection = f"{store.chroma.collection}-{name}"
+    elif store.backend == "qdrant" and (store.qdrant.url or store.qdrant.path):
+        store.qdrant.collection = f"{store.qdrant.collection}-{name}"
+    return config
+
+
+def create_app(config: Config, service: IndexService | None = None, *,
+               services: Mapping[str, IndexService] | None = None, keys_file: str | Path | None = None) -> FastAPI:
+    """The API for the indexes of ``config`` (``server.indexes``, else ``config.index``).
+
+    ``service`` (one index) or ``services`` (by name) may be shared with MCP or a watcher; those
+    given are not closed with the app. ``keys_file``: scoped keys (``ragloom keys``).
+    """
     settings = config.server
-    owned = service is None
-    service = service or IndexService(config)
+    given = dict(services or ({} if service is None else {next(iter(served_indexes(config))): service}))
+    opened = {name: IndexService(cfg) for name, cfg in served_indexes(config).items() if name not in given}
+    all_services = {**given, **opened}
+    order = [*served_indexes(config)] + [n for n in all_services if n not in served_indexes(config)]
     metrics: Metrics
 
     def on_finish(job: IngestJobModel, report: IngestReport | None) -> None:
         metrics.observe_job(job.state, report)
 
-    jobs = IngestJobs(service, on_finish=on_finish)
-    metrics = Metrics(service.stats, jobs.running)
-    upload_dir = Path(settings.upload_dir).expanduser() if settings.upload_dir else service.path / "uploads"
-    upload_dir = upload_dir.resolve()
-    state = ServerState(config, service, jobs, metrics, configured_key(settings),
-                        anyio.CapacityLimiter(service.reader_count), upload_dir, allowed_paths(settings),
-                        PathPolicy([upload_dir], what="the upload folder"))
+    indexes: dict[str, Served] = {}
+    for name in order:
+        svc = all_services[name]
+        upload_dir = Path(settings.upload_dir).expanduser() / name if settings.upload_dir and len(order) > 1 else (
+            Path(settings.upload_dir).expanduser() if settings.upload_dir else svc.path / "uploads")
+        indexes[name] = Served(name, svc, IngestJobs(svc, on_finish=on_finish), upload_dir.resolve())
+    default = next(iter(indexes.values()))
+    metrics = Metrics(default.service.stats, lambda: sum(s.jobs.running() for s in indexes.values()))
+    api_key = configured_key(settings)
+    keys = KeysFile(keys_file) if keys_file is not None else None
+    state = ServerState(config, indexes, Gate(settings, api_key, keys), metrics, api_key,
+                        anyio.CapacityLimiter(sum(s.service.reader_count for s in indexes.values())),
+                        allowed_paths(settings))
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):  # noqa: ANN202
+    async def lifespan(app: FastAPI):
         yield
-        jobs.close()
-        if owned:
+        for served in indexes.values():
+            served.jobs.close()
+        for service in opened.values():
             service.close()
 
     app = FastAPI(
@@ -114,6 +184,7 @@ def create_app(config: Config, service: IndexService | None = None) -> FastAPI:
                            allow_headers=["Authorization", "X-API-Key", "Content-Type"])
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(IndexPathMiddleware)
     return app
 
 
@@ -164,7 +235,7 @@ def _add_error_handlers(app: FastAPI) -> None:
             log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
         elif status >= 500:  # said on purpose (no LLM, a store error): its message is the whole story
             log.warning("%s %s: %s (%s)", request.method, request.url.path, message, code)
-        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else getattr(exc, "headers", None)
         return error_response(status, code, message, headers)
 
     # ragloom's own errors are answered where they happen; anything else reaches Starlette's
@@ -233,6 +304,28 @@ class BodyLimitMiddleware:
                 raise
         if exceeded and not answered:
             await too_large(scope, receive, send)
+
+
+#: Where an index's name is put by IndexPathMiddleware, for the routes' dependencies.
+INDEX_SCOPE_KEY = "ragloom.index"
+_INDEX_PATH = re.compile(r"^/v1/indexes/([^/]+)(/.+)$")
+
+
+class IndexPathMiddleware:
+    """Serves /v1/indexes/{name}/... with the routes of /v1/...: the path is shortened, the name kept
+    in the scope. Each endpoint is written once, and both forms are answered by the same code."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            match = _INDEX_PATH.match(scope["path"])
+            if match is not None:
+                name, rest = match.groups()
+                scope = {**scope, "path": "/v1" + rest, "raw_path": ("/v1" + rest).encode("utf-8"),
+                         INDEX_SCOPE_KEY: name, "ragloom.prefix": f"/v1/indexes/{name}"}
+        await self.app(scope, receive, send)
 
 
 class MetricsMiddleware:

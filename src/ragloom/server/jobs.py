@@ -10,6 +10,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import RagloomError, SourceNotFoundError
 from ..ingest.runner import IngestProgress
@@ -50,6 +51,7 @@ class _Work:
     remove: list[str]
     glob: list[str] | None
     policy: PathPolicy | None
+    metadata: dict[str, Any] | None = None
 
 
 class IngestJobs:
@@ -61,6 +63,7 @@ class IngestJobs:
         self._jobs: OrderedDict[str, IngestJobModel] = OrderedDict()
         self._done: dict[str, threading.Event] = {}
         self._reports: dict[str, IngestReport] = {}
+        self._owners: dict[str, str | None] = {}  # job id -> the name of the key that submitted it
         self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._work, name="ragloom-ingest", daemon=True)
@@ -68,22 +71,27 @@ class IngestJobs:
 
     def submit(
         self, paths: Sequence[str], *, origin: str, glob: Sequence[str] | None = None, remove: Sequence[str] = (),
-        policy: PathPolicy | None = None,
+        policy: PathPolicy | None = None, owner: str | None = None, metadata: dict[str, Any] | None = None,
     ) -> IngestJobModel:
         """Queue an ingest of ``paths`` (after removing the sources ``remove``); with a ``policy``,
-        each file is checked against its roots again when the job opens it."""
+        each file is checked against its roots again when the job opens it. ``owner``: the key's
+        name (a tenant sees only its own jobs); ``metadata``: stamped on every chunk written."""
         job = IngestJobModel(id=uuid.uuid4().hex[:12], state="queued", origin=origin,
                              paths=list(paths), remove=list(remove), created_at=time.time())
         with self._lock:
             self._jobs[job.id] = job
             self._done[job.id] = threading.Event()
+            self._owners[job.id] = owner
             self._forget_old()
-        self._queue.put(_Work(job, list(paths), list(remove), list(glob) if glob else None, policy))
+        self._queue.put(_Work(job, list(paths), list(remove), list(glob) if glob else None, policy, metadata))
         return job
 
-    def get(self, job_id: str) -> IngestJobModel | None:
+    def get(self, job_id: str, owner: object = all) -> IngestJobModel | None:
+        """A job by id; with an ``owner`` (a key's name), only that key's job."""
         with self._lock:
             job = self._jobs.get(job_id)
+            if owner is not all and self._owners.get(job_id) != owner:
+                job = None
         return job.model_copy(deep=True) if job is not None else None
 
     def wait(self, job_id: str, timeout: float | None = None) -> IngestJobModel | None:
@@ -92,10 +100,10 @@ class IngestJobs:
             event.wait(timeout)
         return self.get(job_id)
 
-    def recent(self, limit: int) -> list[IngestJobModel]:
-        """The latest jobs, newest first."""
+    def recent(self, limit: int, owner: object = all) -> list[IngestJobModel]:
+        """The latest jobs, newest first; with an ``owner`` (a key's name), only that key's."""
         with self._lock:
-            jobs = list(self._jobs.values())[-limit:]
+            jobs = [job for jid, job in self._jobs.items() if owner is all or self._owners.get(jid) == owner][-limit:]
         return [job.model_copy(deep=True) for job in reversed(jobs)]
 
     def report(self, job_id: str) -> IngestReport | None:
@@ -116,6 +124,7 @@ class IngestJobs:
             self._jobs.pop(jid, None)
             self._done.pop(jid, None)
             self._reports.pop(jid, None)
+            self._owners.pop(jid, None)
 
     def _work(self) -> None:
         while True:
@@ -134,7 +143,8 @@ class IngestJobs:
                         except SourceNotFoundError:
                             pass
                     if work.paths:
-                        done = index.ingest(work.paths, glob=work.glob, progress=_JobProgress(job), policy=work.policy)
+                        done = index.ingest(work.paths, glob=work.glob, progress=_JobProgress(job), policy=work.policy,
+                                            metadata=work.metadata)
                         done.removed[:0] = report.removed
                         report = done
                 job.report = report_model(report)

@@ -13,19 +13,20 @@ from .watch import Batch
 log = logging.getLogger("ragloom.server")
 
 
-def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), log_level: str = "info") -> None:
-    """Serve the index until interrupted."""
+def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), log_level: str = "info",
+          keys_file: str | None = None) -> None:
+    """Serve the indexes until interrupted; ``watch`` folders feed the default index."""
     uvicorn = require("uvicorn", extra="server", feature="ragloom serve")
     require("fastapi", extra="server", feature="ragloom serve")
-    from .app import create_app
+    from .app import create_app, served_indexes
     from .service import IndexService
     from .watch import FolderWatcher, apply_through_jobs
 
     if not logging.getLogger().handlers:  # uvicorn configures only its own loggers
         logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
-    service = IndexService(config)
+    service = IndexService(next(iter(served_indexes(config).values())))
     try:
-        app = create_app(config, service)
+        app = create_app(config, service, keys_file=keys_file)
         state = app.state.ragloom
         watcher = None
         if watch:

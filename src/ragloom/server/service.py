@@ -50,11 +50,15 @@ class IndexService:
         embedder = self.writer.embedder  # loaded once, shared by every reader
         self._readers: queue.LifoQueue[Index] = queue.LifoQueue()
         self._all_readers: list[Index] = []
-        for _ in range(readers or config.server.search_threads):
+        # Qdrant's local mode lets one client open its folder: the writer also reads, one at a time.
+        self._shared = config.store.backend == "qdrant" and not config.store.qdrant.url
+        if self._shared:
+            self._readers.put(self.writer)
+        for _ in range(0 if self._shared else readers or config.server.search_threads):
             reader = Index.open(self.path, config, embedder=embedder)
             self._all_readers.append(reader)
             self._readers.put(reader)
-        self.reader_count = len(self._all_readers)
+        self.reader_count = len(self._all_readers) or 1
         self._writes = 0  # bumped after every write; a reader that saw fewer reloads its BM25 view
         self._seen: dict[int, int] = {}
 
@@ -69,6 +73,8 @@ class IndexService:
     def reader(self) -> Iterator[Index]:
         """An index for this thread alone, returned to the pool afterwards."""
         index = self._readers.get()
+        if self._shared:
+            self._write_lock.acquire()
         try:
             writes = self._writes
             if self._seen.get(id(index)) != writes:
@@ -76,6 +82,8 @@ class IndexService:
                 self._seen[id(index)] = writes
             yield index
         finally:
+            if self._shared:
+                self._write_lock.release()
             self._readers.put(index)
 
     def search(
@@ -197,8 +205,9 @@ class IndexService:
         with self.reader() as index:
             return index.sources()
 
-    def source(self, sid: str) -> SourceRecord:
-        for record in self.sources():
+    def source(self, sid: str, among: list[SourceRecord] | None = None) -> SourceRecord:
+        """The source with id ``sid`` (among ``among``, by default every source); 404 if none."""
+        for record in self.sources() if among is None else among:
             if source_id(record.path) == sid:
                 return record
         raise UnknownSourceError(f"no source has the id {sid!r}; list them with GET /v1/sources")

@@ -24,7 +24,7 @@ from .. import registry
 from ..audit import AuditEvent, ChainReport
 from ..config import Config
 from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
-from ..filters import Condition
+from ..filters import Condition, matches
 from ..types import Chunk, SourceRecord
 
 
@@ -266,6 +266,14 @@ def folder_bytes(folder: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def sources_matching(store: Store, conditions: Sequence[Condition]) -> list[SourceRecord]:
+    """The sources with at least one chunk passing ``conditions`` (all of them without any)."""
+    records = store.list_sources()
+    if not conditions:
+        return records
+    return [r for r in records if any(matches(c.metadata, conditions) for c in store.source_chunks(r.path))]
 
 
 def create_store(path: Path, config: Config, read_only: bool = False) -> Store:

@@ -67,14 +67,20 @@ class Served:
 def running_server(config: Config, root: Path, docs: Path) -> Iterator[Served]:
     """create_app(config) under uvicorn in a thread; stopped (and the index closed) on exit."""
     app = create_app(config)
+    with serving(app) as url:
+        yield Served(url, app.state.ragloom, root, docs)
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """An ASGI app under uvicorn in a thread, at the URL yielded; stopped on exit."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    url = f"http://127.0.0.1:{port}"
     wait_until(lambda: server.started, timeout=60)
     try:
-        yield Served(url, app.state.ragloom, root, docs)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(60)

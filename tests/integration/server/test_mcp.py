@@ -69,7 +69,9 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
     assert got["bad"].is_error and "invalid_filter" in got["bad"].content[0].text
     sources = got["listed"].structured_content["sources"]
     assert len(sources) == 4 and {"id", "path", "chunk_count"} <= set(sources[0])
-    assert [t.uri_template for t in got["templates"]] == ["ragloom://source/{source_id}"]
+    assert [t.uri_template for t in got["templates"]] == ["ragloom://source/{source_id}",
+                                                          "ragloom://index/{index}/source/{source_id}"]
+    assert got["tools"]["search"].input_schema["properties"]["index"]["enum"] == ["default"]
     text = got["resource"].contents[0].text
     assert text.startswith(f"source: {hits[0]['source']}") and hits[0]["text"][:60] in text
     assert got["tools"]["ask"].output_schema["properties"]["citations"]

@@ -124,4 +124,5 @@ def test_mcp_input_schemas_carry_the_request_models_bounds(door):
     assert (k["minimum"], k["maximum"]) == (1, 100)
     assert schemas["ask"]["properties"]["budget"]["anyOf"][0]["minimum"] == 16
     assert "stream" not in schemas["ask"]["properties"] and schemas["search"]["required"] == ["query"]
-    assert set(schemas["ingest"]["properties"]) == {"paths", "glob"}
+    assert set(schemas["ingest"]["properties"]) == {"paths", "glob", "index"}
+    assert schemas["ingest"]["properties"]["index"]["enum"] == ["default"]

@@ -9,26 +9,24 @@ from fastapi import Depends, Header, Request, Response, Security
 from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from ..app import ServerState
+from ..access import Caller, ScopedIndex
+from ..app import INDEX_SCOPE_KEY, ServerState
 from ..errors import ApiError
 from ..schemas import ErrorResponse
-from ..security import check_key, presented_key
+from ..security import presented_key
 
 
 def server_state(request: Request) -> ServerState:
     return request.app.state.ragloom
 
 
-def require_read(
+def caller_of(
     request: Request,
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
     x_api_key: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> ServerState:
-    # Whether reads need the key is the config's to say, so the OpenAPI document says it (openapi.py).
-    state = server_state(request)
-    if state.config.server.require_key_for_reads:
-        check_key(state.api_key, presented_key(authorization, x_api_key), write=False)
-    return state
+) -> Caller:
+    """Who the request is (the one key check every route goes through)."""
+    return server_state(request).gate.caller(presented_key(authorization, x_api_key))
 
 
 #: The two ways to send the key, declared as OpenAPI security schemes (either one will do).
@@ -36,18 +34,27 @@ _BEARER = HTTPBearer(auto_error=False, scheme_name="bearer", description="the AP
 _API_KEY = APIKeyHeader(name="X-API-Key", auto_error=False, scheme_name="apiKey", description="the API key: `X-API-Key: KEY`")
 
 
-def require_write(
+def writer_of(
     request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_BEARER)] = None,
     x_api_key: Annotated[str | None, Security(_API_KEY)] = None,
-) -> ServerState:
-    state = server_state(request)
-    check_key(state.api_key, x_api_key or (bearer.credentials if bearer else None), write=True)
-    return state
+) -> Caller:
+    return server_state(request).gate.caller(x_api_key or (bearer.credentials if bearer else None))
 
 
-Reader = Annotated[ServerState, Depends(require_read)]
-Writer = Annotated[ServerState, Depends(require_write)]
+def open_for_read(request: Request, caller: Annotated[Caller, Depends(caller_of)]) -> ScopedIndex:
+    # The index named in the path (/v1/indexes/{name}/..., see IndexPathMiddleware), or the default one.
+    return server_state(request).open(caller, request.scope.get(INDEX_SCOPE_KEY), "read")
+
+
+def open_for_write(request: Request, caller: Annotated[Caller, Depends(writer_of)]) -> ScopedIndex:
+    return server_state(request).open(caller, request.scope.get(INDEX_SCOPE_KEY), "write")
+
+
+#: A route's index as its caller may see it, for reading or for writing.
+ReadIndex = Annotated[ScopedIndex, Depends(open_for_read)]
+WriteIndex = Annotated[ScopedIndex, Depends(open_for_write)]
+State = Annotated[ServerState, Depends(server_state)]
 
 #: Documented error responses, shared by the routes' OpenAPI descriptions.
 ERRORS = {status: {"model": ErrorResponse} for status in (401, 403, 404, 409, 413, 422, 500)}

@@ -14,8 +14,14 @@ from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 from ...types import Answer
 from ..app import ServerState
 from ..errors import error_body
-from ..schemas import AnswerModel, AskRequest, ContextModel, ContextRequest, answer_model
-from . import BODY_ERRORS, JsonBodyRoute, Reader
+from ..schemas import (
+    AnswerModel,
+    AskRequest,
+    ContextModel,
+    ContextRequest,
+    answer_model,
+)
+from . import BODY_ERRORS, JsonBodyRoute, ReadIndex, State
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["answers"])
 #: What ``next_piece`` gives when the answer's pieces are used up.
@@ -32,21 +38,21 @@ _STREAM_DOC = {
 
 
 @router.post("/context", response_model=ContextModel, responses=BODY_ERRORS)  # type: ignore[valid-type]
-async def context(body: ContextRequest, state: Reader) -> Any:
+async def context(body: ContextRequest, index: ReadIndex, state: State) -> Any:
     """The numbered passages an LLM would be given for a question, within a token budget, each
     with its source, section, page and score, and the token count of the whole."""
-    return await state.run(state.service.context, body.question, budget=body.budget, k=body.k, where=body.where,
+    return await state.run(index.context, body.question, budget=body.budget, k=body.k, where=body.where,
                            mode=body.mode)
 
 
 @router.post("/ask", response_model=AnswerModel, responses={**BODY_ERRORS, **_STREAM_DOC})  # type: ignore[valid-type]
-async def ask(body: AskRequest, state: Reader) -> Any:
+async def ask(body: AskRequest, index: ReadIndex, state: State) -> Any:
     """Answer a question from the index, citing the passages as [n]. Extractive answers need no
     LLM; the others use the server's LLM, one answer at a time."""
     history = [m.model_dump() for m in body.history] if body.history is not None else None
-    pieces = state.service.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
+    pieces = index.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
                                       where=body.where, mode=body.mode, history=history)
-    highlight = state.service.highlighter(body.question)
+    highlight = index.service.highlighter(body.question)
     first = await first_piece(state, pieces)
     if not body.stream:
         answer = await whole_answer(state, first, pieces)

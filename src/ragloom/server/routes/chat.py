@@ -27,7 +27,7 @@ from ...types import Answer
 from ..app import ServerState
 from ..errors import ApiError, error_body
 from ..schemas import CitationModel, citation_model
-from . import BODY_ERRORS, ERRORS, JsonBodyRoute, Reader
+from . import BODY_ERRORS, ERRORS, JsonBodyRoute, ReadIndex, State
 from .answers import END, first_piece, next_piece, whole_answer
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["openai-compatible"])
@@ -88,19 +88,19 @@ class ModelList(BaseModel):
 
 
 @router.get("/models", response_model=ModelList, responses=ERRORS)
-async def models(state: Reader) -> ModelList:
+async def models(index: ReadIndex, state: State) -> ModelList:
     """The answer strategies a client may pick as ``model`` (those this server can run)."""
-    names = await state.run(state.service.runnable_strategies)
+    names = await state.run(index.service.runnable_strategies)
     created = int(time.time())
     return ModelList(data=[ModelCard(id=name, created=created) for name in [DEFAULT_MODEL, *names]])
 
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=BODY_ERRORS)
-async def chat_completions(body: ChatCompletionRequest, state: Reader) -> Any:
+async def chat_completions(body: ChatCompletionRequest, index: ReadIndex, state: State) -> Any:
     """Answer the last user message with the earlier messages as the conversation, citing passages."""
     question, history = split_messages(body.messages)
     strategy = None if body.model == DEFAULT_MODEL else body.model
-    pieces = state.service.ask_stream(question, strategy=strategy, history=history)
+    pieces = index.ask_stream(question, strategy=strategy, history=history)
     first = await first_piece(state, pieces)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())

@@ -12,10 +12,11 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from ...ingest.loaders import is_supported, supported_extensions
+from ...paths import PathPolicy
 from ..errors import ApiError
 from ..schemas import IngestJobModel, IngestPathsRequest
 from ..security import accept_paths
-from . import BODY_ERRORS, ERRORS, Reader, Writer, require_json
+from . import BODY_ERRORS, ERRORS, ReadIndex, State, WriteIndex, require_json
 
 router = APIRouter(prefix="/v1", tags=["ingest"])
 
@@ -42,18 +43,24 @@ _COPY_CHUNK = 1 << 20
 
 
 @router.post("/ingest", status_code=202, response_model=IngestJobModel, responses=BODY_ERRORS, openapi_extra=_BODY_DOC)
-async def ingest(request: Request, response: Response, state: Writer) -> IngestJobModel:
+async def ingest(request: Request, response: Response, index: WriteIndex, state: State) -> IngestJobModel:
     """Start an ingest in the background; poll GET /v1/ingest/{id} for its progress and report.
 
     Send files as multipart/form-data (field ``files``), or JSON ``{"paths": [...]}`` naming
     files and folders inside ``server.allowed_roots``.
     """
     content_type = request.headers.get("content-type", "")
+    jobs, owner = index.served.jobs, index.caller.name
     if content_type.startswith("multipart/form-data"):
-        paths = await _save_uploads(request, state)
-        job = state.jobs.submit([str(p) for p in paths], origin="upload", policy=state.uploads)
+        folder = index.upload_dir()
+        paths = await _save_uploads(request, state, folder)
+        job = jobs.submit([str(p) for p in paths], origin="upload", policy=PathPolicy([folder], what="the upload folder"),
+                          owner=owner, metadata=index.stamp)
     else:
         require_json(content_type, ", or files as multipart/form-data")
+        if index.caller.filtered:  # the allowed roots are every tenant's: a tenant's key only uploads
+            raise ApiError(403, "forbidden", f"the key {owner!r} sees only its own documents, so it may upload "
+                           "files (multipart/form-data) but not ingest paths on the server")
         try:
             body = IngestPathsRequest.model_validate_json(await request.body())
         except ValidationError as exc:
@@ -61,37 +68,38 @@ async def ingest(request: Request, response: Response, state: Writer) -> IngestJ
             raise ApiError(422, "invalid_request", problems) from None
         settings = state.config.ingest
         accepted = await state.run(accept_paths, state.paths, body.paths, body.glob or settings.glob, settings.exclude)
-        job = state.jobs.submit(accepted, origin="api", glob=body.glob, policy=state.paths)
-    response.headers["Location"] = f"/v1/ingest/{job.id}"
+        job = jobs.submit(accepted, origin="api", glob=body.glob, policy=state.paths, owner=owner)
+    response.headers["Location"] = f"{request.scope.get('ragloom.prefix', '/v1')}/ingest/{job.id}"
     return job
 
 
 @router.get("/ingest", response_model=list[IngestJobModel], responses=ERRORS)
-async def ingest_jobs(state: Reader, last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
-    """Recent ingest jobs, newest first: from the API, from uploads and from watched folders."""
-    return state.jobs.recent(last)
+async def ingest_jobs(index: ReadIndex, last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
+    """Recent ingest jobs, newest first: from the API, from uploads and from watched folders (a key
+    that is not an admin sees its own)."""
+    return index.served.jobs.recent(last, owner=index.owner)
 
 
 @router.get("/ingest/{job_id}", response_model=IngestJobModel, responses=ERRORS)
-async def ingest_job(job_id: str, state: Reader) -> IngestJobModel:
+async def ingest_job(job_id: str, index: ReadIndex) -> IngestJobModel:
     """An ingest job: queued, running (with files and chunks done so far), done (with its report) or failed."""
-    job = state.jobs.get(job_id)
+    job = index.served.jobs.get(job_id, owner=index.owner)
     if job is None:
         raise ApiError(404, "job_not_found", f"no ingest job {job_id!r}; finished jobs are kept for a while, not forever")
     return job
 
 
-async def _save_uploads(request: Request, state) -> list[Path]:  # noqa: ANN001
+async def _save_uploads(request: Request, state, folder: Path) -> list[Path]:
     settings = state.config.server
     form = await request.form(max_files=100, max_fields=100)
     uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile)]
     if not uploads:
         raise ApiError(422, "invalid_request", "send the documents as multipart form field `files`")
     names = [_safe_name(upload.filename or "") for upload in uploads]
-    state.upload_dir.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     saved = []
     for upload, name in zip(uploads, names):
-        saved.append(await _store(upload, state.upload_dir / name, settings.max_upload_bytes))
+        saved.append(await _store(upload, folder / name, settings.max_upload_bytes))
     await form.close()
     return saved
 

@@ -13,6 +13,30 @@ function apiHeaders(extra = {}) {
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
 }
 
+// The chosen index's endpoints: /v1/indexes/NAME/... (the picker shows when the key may use several).
+function indexBase() {
+  const picker = $("index");
+  return picker.hidden || !picker.value ? "/v1" : `/v1/indexes/${encodeURIComponent(picker.value)}`;
+}
+
+async function loadIndexes() {
+  try {
+    const { indexes } = await api("/v1/indexes");
+    const picker = $("index");
+    picker.replaceChildren(...indexes.map((ix) => {
+      const option = document.createElement("option");
+      option.value = ix.name;
+      option.textContent = ix.name;
+      option.selected = ix.default;
+      return option;
+    }));
+    picker.hidden = indexes.length < 2;
+  } catch (error) {
+    $("index").hidden = true;
+  }
+  loadStatus();
+}
+
 async function api(path, options = {}) {
   const response = await fetch(path, { ...options, headers: apiHeaders(options.headers) });
   const body = await response.json().catch(() => ({}));
@@ -33,7 +57,7 @@ function formatBytes(n) {
 
 async function loadStatus() {
   try {
-    const s = await api("/v1/status");
+    const s = await api(`${indexBase()}/status`);
     $("status").textContent =
       `${s.sources} sources · ${s.chunks} chunks · ${s.embedder} · ${formatBytes(s.disk_bytes)}` +
       (s.jobs_pending ? ` · ${s.jobs_pending} ingest running` : "");
@@ -107,7 +131,7 @@ async function runSearch(event) {
   $("answer").hidden = true;
   $("message").textContent = "searching…";
   try {
-    const result = await api("/v1/search", {
+    const result = await api(`${indexBase()}/search`, {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     $("results").replaceChildren(...result.hits.map(renderHit));
@@ -241,7 +265,7 @@ async function runAsk() {
   $("message").textContent = "answering…";
   $("ask").disabled = true;
   try {
-    const response = await fetch("/v1/ask", {
+    const response = await fetch(`${indexBase()}/ask`, {
       method: "POST", body: JSON.stringify(body),
       headers: apiHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
     });
@@ -273,5 +297,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("search-form").addEventListener("submit", runSearch);
   $("ask").addEventListener("click", runAsk);
   $("new-conversation").addEventListener("click", newConversation);
-  loadStatus();
+  $("index").addEventListener("change", () => { newConversation(); loadStatus(); });
+  $("api-key").addEventListener("change", () => {  // a key may see other indexes than no key
+    const key = $("api-key").value.trim();
+    if (key) sessionStorage.setItem("ragloom-key", key);
+    loadIndexes();
+  });
+  loadIndexes();
 });
