@@ -15,6 +15,7 @@ from typing import Any
 from .audit import AuditEvent, ChainReport
 from .config import Config
 from .context import Context
+from .display import DisplayPaths
 from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
@@ -210,6 +211,11 @@ class Index:
             store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
             chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
         )
+
+    def display_paths(self) -> DisplayPaths:
+        """``source -> path as shown``: relative to the folder that was ingested (``ragloom.display``)."""
+        recorded = self.store.ingest_roots()
+        return DisplayPaths.of(recorded, [] if recorded else [r.path for r in self.store.list_sources()])
 
     def sources(self) -> list[SourceRecord]:
         return self.store.list_sources()

@@ -181,14 +181,12 @@ def choose(settings: Config, strategy: str, llm: LLM | str | None) -> tuple[str,
             return "attributed", shared_llm(config)
         if not _told_no_llm:
             _told_no_llm = True
+            # One short line: it is said on every `ragloom ask` (`ask --help` says more).
             if reason is None:
-                told = (f"answering with the extractive strategy: the packaged {_packaged_default(config)} model's "
-                        "answers measured below extractive ones on SQuAD (BENCHMARKS.md \"Answers\"), so auto does "
-                        "not use it. --strategy attributed (or standard, cove) does; auto uses a .gguf file of your "
-                        "own as llm.model, or another llm.provider")
+                told = (f"answered by quoting the sources (extractive); auto skips the packaged "
+                        f"{_packaged_default(config)}, whose answers measured lower: --strategy attributed uses it")
             else:
-                told = (f"no LLM is available ({reason}); answering with the extractive strategy, which quotes "
-                        "the best sentences of the sources")
+                told = f"no LLM ({reason}); answered by quoting the sources (extractive)"
             warnings.warn(told, RagloomWarning, stacklevel=3)
         return "extractive", None
     if reason is not None:
