@@ -16,7 +16,10 @@ def serve_command(
     watch: Optional[list[str]] = typer.Option(
         None, "--watch", "-w", help="Also watch this folder and ingest its changes (repeatable)."),
 ) -> None:
-    """Serve the index over HTTP: the /v1 API, its docs at /docs, and a search page at /."""
+    """Serve the index over HTTP: the /v1 API, its docs at /docs, and a search page at /.
+
+    Example: ragloom serve --port 8000 --watch ./docs
+    """
     from ..server.runner import serve
 
     config = state(ctx).config()
@@ -39,7 +42,13 @@ def mcp_command(
     host: Optional[str] = typer.Option(None, "--host", help="With --transport http: address (default: server.host)."),
     port: Optional[int] = typer.Option(None, "--port", "-p", help="With --transport http: port (default: server.port)."),
 ) -> None:
-    """Serve the index to MCP clients (tools: search, list_sources; ingest when server.mcp.ingest is on)."""
+    """Serve the index to MCP clients (Claude Desktop, IDEs, agents).
+
+    Tools: search, ask, get_context, list_sources, and ingest when server.mcp.ingest is on;
+    each source is a resource, ragloom://source/{id}.
+
+    Example: ragloom mcp --transport http --port 8765
+    """
     from ..errors import ConfigError
     from ..server.mcp import run_mcp
 
@@ -53,7 +62,10 @@ def watch_command(
     ctx: typer.Context,
     folders: list[str] = typer.Argument(..., help="Folders to keep the index in step with."),
 ) -> None:
-    """Ingest the folders, then keep following their changes (adds, edits, renames, deletes) until Ctrl-C."""
+    """Ingest the folders, then keep following their changes (adds, edits, renames, deletes) until Ctrl-C.
+
+    Example: ragloom watch ./docs ./notes
+    """
     from ..server.watch import FolderWatcher, apply_to_index
 
     with state(ctx).open_index(create=True) as index:
