@@ -65,11 +65,14 @@ def ask_stream(
     mode: str | None = None,
     llm: LLM | str | None = None,
     history: Sequence[HistoryItem] | None = None,
-) -> Iterator[str | Answer]:
+    context_first: bool = False,
+) -> Iterator[str | Context | Answer]:
     """The answer's text in pieces as it is generated, then the finished Answer.
 
     ``history``: the conversation's earlier messages; the question is made standalone with them
-    before it is searched (``answer.followup``), and the rewrite is the trace's first step."""
+    before it is searched (``answer.followup``), and the rewrite is the trace's first step.
+    ``context_first``: first yield the numbered Context, as soon as it is built, so that a reader
+    sees the sources while the answer is written (the HTTP API's ``sources`` event)."""
     started = time.perf_counter()
     name, model = choose(services.config, strategy or services.config.answer.strategy, llm)
     chosen = create_strategy(name)
@@ -83,6 +86,8 @@ def ask_stream(
                       mode=mode, count=count)
     if rewrite_step is not None:
         request.trace.insert(0, rewrite_step)
+    if context_first:
+        yield request.context
     if chosen.needs_llm and not _relevant_enough(request):
         yield NO_ANSWER
         answer = _no_answer(request, name)

@@ -130,7 +130,7 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         body = AskRequest(**arguments)
         answer = guarded(lambda: service.ask(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
                                              where=body.where, mode=body.mode, history=history_of(body)))
-        model = answer_model(answer, service.highlighter(body.question))
+        model = answer_model(answer, service.highlighter(body.question), service.display_paths())
         return AskResult(**model.model_dump(), sources=refs(model.citations))
 
     @server.tool(annotations=read_only)
@@ -147,7 +147,8 @@ def build_mcp(service: IndexService, config: Config) -> Any:
     @server.tool(annotations=read_only)
     def list_sources() -> SourceList:
         """Every file in the index, with its id (read one with the ragloom://source/{id} resource)."""
-        return SourceList(sources=[source_model(r) for r in guarded(service.sources)])
+        shown = guarded(service.display_paths)
+        return SourceList(sources=[source_model(r, shown) for r in guarded(service.sources)])
 
     @server.resource(SOURCE_URI, mime_type="text/plain")
     def read_source(source_id: str) -> str:
