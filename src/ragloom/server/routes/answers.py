@@ -47,11 +47,12 @@ async def ask(body: AskRequest, state: Reader) -> Any:
     """Answer a question from the index, citing the passages as [n]. Extractive answers need no
     LLM; the others use the server's LLM, one answer at a time."""
     history = [m.model_dump() for m in body.history] if body.history is not None else None
+    # Before the answer takes a reader: while it holds one, this would wait for a second.
+    shown = await state.run(state.service.display_paths)
     pieces = state.service.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
                                       where=body.where, mode=body.mode, history=history, sources_first=body.stream)
     highlight = state.service.highlighter(body.question)
     first = await first_piece(state, pieces)
-    shown = await state.run(state.service.display_paths)
     if not body.stream:
         answer = await whole_answer(state, first, pieces)
         return JSONResponse(answer_model(answer, highlight, shown).model_dump(mode="json"))

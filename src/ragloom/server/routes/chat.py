@@ -100,9 +100,9 @@ async def chat_completions(body: ChatCompletionRequest, state: Reader) -> Any:
     """Answer the last user message with the earlier messages as the conversation, citing passages."""
     question, history = split_messages(body.messages)
     strategy = None if body.model == DEFAULT_MODEL else body.model
+    shown = await state.run(state.service.display_paths)  # before the answer holds a reader
     pieces = state.service.ask_stream(question, strategy=strategy, history=history)
     first = await first_piece(state, pieces)
-    shown = await state.run(state.service.display_paths)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
