@@ -25,6 +25,7 @@ _TABLE_CELL = re.compile(r"[ \t]+\|[ \t]+")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]+|[^()]*\([^()]*\)[^()]*)(?:[ \t]+\"[^\"]*\")?\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
+_INLINE_ATTRIBUTES = re.compile(r"(?<=[)\]])\{:?[ \t]*[#.][^{}\n]*\}")
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 _TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*?)?/?>|<!--.*?-->", re.DOTALL)
 _CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)
@@ -49,7 +50,9 @@ def plain_text(text: str) -> str:
 
 
 def inline_plain(text: str) -> str:
-    """The inline markup of ``text`` removed: code spans, emphasis, links, images, tags."""
+    """The inline markup of ``text`` removed: code spans, emphasis, links, images, tags, and the
+    attribute lists MkDocs and kramdown put after a link (``{.internal-link target=_blank}``)."""
+    text = _INLINE_ATTRIBUTES.sub("", text)
     text = _AUTOLINK.sub(r"\1", text)
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)

@@ -38,9 +38,12 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
     head = Text(no_wrap=True, overflow="ellipsis", end="")
     head.append(f"{hit.rank:>2}  ", style="bold")
     head.append(f"{hit.score:.3f}  ", style="dim")
+    room = width - len(head)
+    if len(shown_path) > room:  # the file's name matters most: cut the path's start
+        shown_path = "…" + shown_path[-(room - 1):]
     head.append(shown_path, style="bold cyan")
     label = where_label(hit)
-    if label:
+    if label and len(head) + 4 < width:  # the section, if a few of its letters fit
         head.append(" · " + label, style="dim")
     body = hit.text if raw else plain_text(hit.text)
     text = body if full else snippet(body, matcher)

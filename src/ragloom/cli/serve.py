@@ -44,8 +44,8 @@ def mcp_command(
 ) -> None:
     """Serve the index to MCP clients (Claude Desktop, IDEs, agents).
 
-    Tools: search, ask, get_context, list_sources, and ingest when server.mcp.ingest is on;
-    each source is a resource, ragloom://source/{id}.
+    Tools: search, ask, get_context, list_sources; with server.mcp.ingest on, also ingest.
+    Each source is a resource, ragloom://source/{id}.
 
     Example: ragloom mcp --transport http --port 8765
     """

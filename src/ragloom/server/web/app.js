@@ -99,6 +99,8 @@ const ALLOWED_TAGS = ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "stro
   "span", "div", "dl", "dt", "dd", "details", "summary", "mark"];
 // A heading's attribute list ({ #id }, {#id .class}) names it; it is not part of its title.
 const HEADING_ATTRIBUTES = /^( {0,3}#{1,6}[ \t].*?)[ \t]*\{:?[ \t]*[#.][^}\n]*\}[ \t]*$/gm;
+// And a link's ([text](url){.internal-link target=_blank}), as MkDocs and kramdown write it.
+const LINK_ATTRIBUTES = /([)\]])\{:?[ \t]*[#.][^{}\n]*\}/g;
 let purifierReady = false;
 let markdown = null;
 
@@ -125,7 +127,7 @@ function renderMarkdown(text) {
     return fragment;
   }
   setUpPurifier();
-  const html = markdown.parse(text.replace(HEADING_ATTRIBUTES, "$1"));
+  const html = markdown.parse(text.replace(HEADING_ATTRIBUTES, "$1").replace(LINK_ATTRIBUTES, "$1"));
   const clean = window.DOMPurify.sanitize(html, {
     ALLOWED_TAGS, ALLOWED_ATTR: ["href", "title", "colspan", "rowspan", "align"], RETURN_DOM_FRAGMENT: true,
   });
