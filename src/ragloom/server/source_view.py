@@ -2,7 +2,7 @@
 
 Chunks record their offsets in their document's text, and overlap where the chunker made them
 overlap; laid out by offset, each character is written once. What lies between two chunks
-(blank lines the chunker skipped) is not stored: one line break stands for it. Documents of
+(blank lines the chunker skipped) is not stored: a line break stands for it, two for a longer gap. Documents of
 one source (a .jsonl corpus has one per line) follow one another, a blank line apart.
 """
 
@@ -49,8 +49,9 @@ def source_view(source: BaseModel, chunks: Sequence[Hit]) -> SourceTextModel:
             body = _body(chunk)
             start = _start(chunk)
             if covered is not None and start > covered:
-                out.append("\n")
-                length += 1
+                gap = "\n" if start - covered == 1 else "\n\n"
+                out.append(gap)
+                length += len(gap)
                 base = length - start
             elif covered is None:
                 base = length - start

@@ -32,9 +32,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: Set to a path to keep a screenshot of the page with results; WEB_PAGE_ASK_SCREENSHOT, of an
-#: answer with a citation clicked (docs/web-search.png and docs/web-ask.png are made this way).
+#: answer with a citation clicked; WEB_PAGE_SOURCE_SCREENSHOT, of that passage's source opened in
+#: the viewer (docs/web-search.png, docs/web-ask.png and docs/web-source.png are made this way).
 SCREENSHOT = os.environ.get("WEB_PAGE_SCREENSHOT")
 ASK_SCREENSHOT = os.environ.get("WEB_PAGE_ASK_SCREENSHOT")
+SOURCE_SCREENSHOT = os.environ.get("WEB_PAGE_SOURCE_SCREENSHOT")
 
 #: Records what is added to the answer as it arrives: text nodes (streamed tokens), then links.
 _WATCH_ANSWER = """
@@ -178,6 +180,12 @@ def test_ask_streams_an_answer_whose_citations_scroll_to_their_passages(served, 
         browser.execute_script("window.scrollTo(0, 0)")
         Path(ASK_SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(ASK_SCREENSHOT)
+    if SOURCE_SCREENSHOT:
+        browser.set_window_size(1200, 900)
+        target.find_element(By.CSS_SELECTOR, ".source").click()
+        wait.until(expected_conditions.presence_of_element_located((By.ID, "viewer-target")))
+        Path(SOURCE_SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(SOURCE_SCREENSHOT)
 
 
 def test_an_answer_is_text_not_markup_and_errors_show(served, browser):
