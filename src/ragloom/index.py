@@ -215,7 +215,16 @@ class Index:
     def display_paths(self) -> DisplayPaths:
         """``source -> path as shown``: relative to the folder that was ingested (``ragloom.display``)."""
         recorded = self.store.ingest_roots()
-        return DisplayPaths.of(recorded, [] if recorded else [r.path for r in self.store.list_sources()])
+        if recorded:
+            return DisplayPaths(recorded)
+        # An index from before roots were recorded: the folder its sources share, found by listing
+        # them, which a server asking on every request does once per write.
+        generation = self.store.generation()
+        cached = getattr(self, "_shared_folder", None)
+        if cached is None or generation is None or cached[0] != generation:
+            cached = (generation, DisplayPaths.of([], [r.path for r in self.store.list_sources()]))
+            self._shared_folder = cached
+        return cached[1]
 
     def sources(self) -> list[SourceRecord]:
         return self.store.list_sources()
