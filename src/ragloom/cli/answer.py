@@ -89,8 +89,11 @@ def ask_command(
         options["history"] = read_history(history)
     with state(ctx).open_index() as index:
         if as_json:
-            answer = index.ask(question, **options)
-            console.print_json(json.dumps(answer.to_dict(), default=str))
+            payload = index.ask(question, **options).to_dict()
+            shown = index.display_paths()
+            for citation in payload["citations"]:
+                citation["display_path"] = shown(citation["source"])
+            console.print_json(json.dumps(payload, default=str))
             return
         answer, streamed = stream_answer(index.ask_stream(question, **options), raw=raw)
         shown = distinguishable if full_paths else index.display_paths()
