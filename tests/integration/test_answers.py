@@ -122,6 +122,7 @@ def test_without_an_llm_auto_answers_extractively_and_says_so_once(index: Index,
     assert first.strategy == second.strategy == "extractive"
     told = [w for w in caught if "answered by quoting the sources (extractive)" in str(w.message)]
     assert len(told) == 1 and "llm.model" in str(told[0].message)
+    assert len(str(told[0].message)) < 160  # one short line: `ragloom ask` prints it every time
     with pytest.raises(ConfigError, match="llm.provider"):
         view.ask("What does DDS handle?", strategy="standard")
 
