@@ -15,6 +15,7 @@ from typing import Any
 from .audit import AuditEvent, ChainReport
 from .config import Config
 from .context import Context
+from .display import DisplayPaths
 from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
@@ -213,6 +214,20 @@ class Index:
             store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
             chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
         )
+
+    def display_paths(self) -> DisplayPaths:
+        """``source -> path as shown``: relative to the folder that was ingested (``ragloom.display``)."""
+        recorded = self.store.ingest_roots()
+        if recorded:
+            return DisplayPaths(recorded)
+        # An index from before roots were recorded: the folder its sources share, found by listing
+        # them, which a server asking on every request does once per write.
+        generation = self.store.generation()
+        cached = getattr(self, "_shared_folder", None)
+        if cached is None or generation is None or cached[0] != generation:
+            cached = (generation, DisplayPaths.of([], [r.path for r in self.store.list_sources()]))
+            self._shared_folder = cached
+        return cached[1]
 
     def sources(self) -> list[SourceRecord]:
         return self.store.list_sources()

@@ -106,7 +106,7 @@ def test_auto_uses_an_llm_but_not_the_packaged_small_one(index: Index, monkeypat
         warnings.simplefilter("always")
         answer = view.ask("What does DDS handle?")
     assert answer.strategy == "extractive" and answer.model == ""
-    told = [str(w.message) for w in caught if "answering with the extractive strategy" in str(w.message)]
+    told = [str(w.message) for w in caught if "answered by quoting the sources (extractive)" in str(w.message)]
     assert len(told) == 1 and DEFAULT_LOCAL_LLM in told[0] and "--strategy attributed" in told[0]
     assert view.ask("What does DDS handle?", strategy="standard", budget=200).strategy == "standard"
 
@@ -120,8 +120,9 @@ def test_without_an_llm_auto_answers_extractively_and_says_so_once(index: Index,
         first = view.ask("What does DDS handle?")
         second = view.ask("What does DDS handle?")
     assert first.strategy == second.strategy == "extractive"
-    told = [w for w in caught if "answering with the extractive strategy" in str(w.message)]
+    told = [w for w in caught if "answered by quoting the sources (extractive)" in str(w.message)]
     assert len(told) == 1 and "llm.model" in str(told[0].message)
+    assert len(str(told[0].message)) < 160  # one short line: `ragloom ask` prints it every time
     with pytest.raises(ConfigError, match="llm.provider"):
         view.ask("What does DDS handle?", strategy="standard")
 

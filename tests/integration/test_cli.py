@@ -46,7 +46,11 @@ def test_ingest_then_search_in_another_process(workdir):
     assert "ros" in hits[0]["source"].lower()
     assert {"section", "chunk_index", "source"} <= set(hits[0]["metadata"])
 
-    table = run("search", "how do ROS 2 nodes communicate?", cwd=workdir).stdout
+    blocks = run("search", "how do ROS 2 nodes communicate?", cwd=workdir).stdout
+    heads = [line for line in blocks.splitlines() if line[:2].strip().isdigit()]
+    assert len(heads) == 5 and heads[0].split()[2] == Path(hits[0]["source"]).name  # relative to docs/
+    assert hits[0]["display_path"] == Path(hits[0]["source"]).name
+    table = run("search", "how do ROS 2 nodes communicate?", "--table", cwd=workdir).stdout
     assert "score" in table and "source" in table
 
     again = json.loads(run("ingest", "docs", "--json", cwd=workdir).stdout)

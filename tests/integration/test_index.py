@@ -276,3 +276,25 @@ def test_markdown_files_are_chunked_by_section_unless_told_otherwise(tmp_path, e
         idx.ingest([docs])
         hit = idx.search("request and response call", k=1, where={"doc_id": "ros.md"})[0]
         assert hit.section == ""
+
+
+def test_sources_are_shown_relative_to_the_folder_that_was_ingested(tmp_path, embedder):
+    docs = tmp_path / "site" / "docs"
+    for folder, text in (("tutorial", "Tutorial start page."), ("advanced", "Advanced start page.")):
+        (docs / folder).mkdir(parents=True)
+        (docs / folder / "index.md").write_text(f"# {folder}\n\n{text}\n")
+    single = tmp_path / "notes" / "todo.md"
+    single.parent.mkdir()
+    single.write_text("# Todo\n\nWrite the release notes.\n")
+    with Index.open(tmp_path / "index", Config(), embedder=embedder) as index:
+        index.ingest([docs])
+        index.ingest([single])
+        shown = index.display_paths()
+        assert sorted(shown(r.path) for r in index.sources()) == ["advanced/index.md", "todo.md", "tutorial/index.md"]
+        assert [r.path for r in index.sources()][0].startswith(str(tmp_path))  # the source's id stays its full path
+    # An index that recorded no roots (an older ragloom) shows paths from the folder its sources share.
+    with Index.open(tmp_path / "index", Config(), embedder=embedder) as index:
+        with index.store.catalog.transaction():
+            index.store.catalog.set_meta("ingest_roots", [])
+        shown = index.display_paths()
+        assert shown(str(docs / "tutorial" / "index.md")) == "site/docs/tutorial/index.md"

@@ -341,7 +341,7 @@ def test_chunk_ids_are_deterministic_and_depend_on_policy(make) -> None:
 def test_registry_builds_each_strategy(make, strategy: str, cls: type) -> None:
     chunker = make(strategy)
     assert type(chunker) is cls
-    assert chunker.policy.startswith(f"{strategy}/v1/size=64/")
+    assert chunker.policy.startswith(f"{strategy}/v{cls.version}/size=64/")
 
 
 @pytest.mark.parametrize("strategy", ["recursive", "paragraph", "sentence", "markdown"])
@@ -363,3 +363,20 @@ def test_pdf_sample_chunks_know_their_pages(sample_docs: list[Path], make) -> No
     assert {c.metadata["page"] for c in chunks} == {1, 2, 3}
     rrt = next(c for c in chunks if "rapidly-exploring random tree" in c.text)
     assert rrt.metadata["page"] == 2
+
+
+def test_markdown_section_titles_drop_heading_attribute_lists_but_the_text_keeps_them(make) -> None:
+    # MkDocs (attr_list), Pandoc and kramdown write a heading's id and classes after its title.
+    text = ("# Query Parameters { #query-parameters }\n\nIntro to parameters.\n\n"
+            "## Optional parameters {#optional-parameters .note data-x=\"a b\"}\n\nThe same way, you can declare.\n\n"
+            "## Sets {a, b} and JSON {\"k\": 1}\n\nBraces that are not attributes stay.\n")
+    document = doc(text, "/docs/query.md", "query.md")
+    chunks = make("markdown", size=24).chunk(document)
+    check_chunks(document, chunks, 24)
+    sections = [c.metadata["section"] for c in chunks]
+    assert "Query Parameters > Optional parameters" in sections
+    assert 'Query Parameters > Sets {a, b} and JSON {"k": 1}' in sections
+    assert not any("{ #" in s or "{#" in s for s in sections)
+    assert all(document.text[c.start:c.end] == c.text for c in chunks)  # stored text and offsets hold
+    assert "{#optional-parameters .note" in "".join(c.text for c in chunks)
+    assert make("markdown").policy.startswith("markdown/v2/")

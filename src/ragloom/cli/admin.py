@@ -23,7 +23,10 @@ def status_command(
     sources: bool = typer.Option(False, "--sources", help="List every source file."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """Show what the index holds: sources, chunks, embedding model, size on disk."""
+    """Show what the index holds: sources, chunks, embedding model, size on disk.
+
+    Example: ragloom status --sources
+    """
     with state(ctx).open_index(read_only=True) as index:
         stats = index.stats()
         records = index.sources() if sources else []
@@ -62,7 +65,10 @@ def init_command(
     path: Path = typer.Argument(Path(CONFIG_FILENAME), help="Where to write the config."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
-    """Write an annotated ragloom.yaml with every setting and its default."""
+    """Write an annotated ragloom.yaml with every setting and its default.
+
+    Example: ragloom init
+    """
     if path.is_dir():
         path = path / CONFIG_FILENAME
     if not path.parent.is_dir():
@@ -80,7 +86,10 @@ def audit_command(
     verify: bool = typer.Option(False, "--verify", help="Check the log's hash chain; name the first broken entry."),
     kind: str = typer.Option("all", "--kind", help="all, search (searches only) or write (ingest, remove, migrate)."),
 ) -> None:
-    """List recent searches and writes (ingest, remove, migrate) with their parameters."""
+    """List recent searches and writes (ingest, remove, migrate) with their parameters.
+
+    Example: ragloom audit --last 5
+    """
     if kind not in ("all", "search", "write"):
         raise RagloomError(f"--kind {kind!r}: use all, search or write")
     selection = {"all": {}, "search": {"kinds": ["search"]}, "write": {"exclude": ["search"]}}[kind]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Optional
 
@@ -12,9 +12,11 @@ from rich.text import Text
 
 from ..errors import UsageError
 from ..filters import parse_cli_filters
+from ..ingest.files import distinguishable
+from ..markup import inline_plain, plain_text
 from ..types import Answer
-from .shared import console, display_path, err_console, names_of, state
-from .search import snippet
+from .render import WrappedStream, indented, snippet
+from .shared import console, err_console, names_of, state
 
 _WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."
 
@@ -28,7 +30,10 @@ def context_command(
     mode: Optional[str] = typer.Option(None, "--mode", "--preset", "-m", "-p", help="Search preset."),
     as_json: bool = typer.Option(False, "--json", help="Print the passages and the token count as JSON."),
 ) -> None:
-    """Print the numbered, token-budgeted context for a question; pipe it into any model."""
+    """Print the numbered, token-budgeted context for a question; pipe it into any model.
+
+    Example: ragloom context "how do I enable CORS?" --budget 1500 | llm -s "answer from these passages"
+    """
     with state(ctx).open_index() as index:
         context = index.context(question, budget=budget, k=k, where=parse_cli_filters(where or []), mode=mode)
     if as_json:
@@ -65,33 +70,50 @@ def ask_command(
         None, "--history", help="JSON file of the conversation so far: [{\"role\": \"user\", \"content\": ...}, ...]; "
         "the question is then a follow-up, searched standalone."
     ),
+    raw: bool = typer.Option(False, "--raw", help="Print the answer and passages as written, with their Markdown."),
+    full_paths: bool = typer.Option(False, "--full-paths", help="Show sources by their full path, not relative "
+                                    "to the folder that was ingested."),
 ) -> None:
-    """Answer a question from the index, streaming the answer, then the sources it cites."""
+    """Answer a question from the index, streaming the answer, then the sources it cites.
+
+    With no LLM configured, or only the packaged Qwen models (whose answers measured below
+    extractive ones on SQuAD, BENCHMARKS.md "Answers"), auto answers extractively: the passages'
+    best sentences, cited. Use your own .gguf as llm.model, another llm.provider, or
+    --strategy attributed to answer with an LLM.
+
+    Example: ragloom ask "how do I enable CORS?" --strategy extractive
+    """
     options = {"strategy": strategy, "llm": llm, "k": k, "budget": budget,
                "where": parse_cli_filters(where or []), "mode": mode}
     if history is not None:
         options["history"] = read_history(history)
     with state(ctx).open_index() as index:
         if as_json:
-            answer = index.ask(question, **options)
-            console.print_json(json.dumps(answer.to_dict(), default=str))
+            payload = index.ask(question, **options).to_dict()
+            shown = index.display_paths()
+            for citation in payload["citations"]:
+                citation["display_path"] = shown(citation["source"])
+            console.print_json(json.dumps(payload, default=str))
             return
-        answer, streamed = stream_answer(index.ask_stream(question, **options))
+        answer, streamed = stream_answer(index.ask_stream(question, **options), raw=raw)
+        shown = distinguishable if full_paths else index.display_paths()
     assert answer is not None
-    print_answer(answer, streamed, trace)
+    print_answer(answer, streamed, trace, shown=shown, raw=raw)
 
 
-def stream_answer(pieces: Iterable[str | Answer]) -> tuple[Answer | None, str]:
-    """Print the answer's text as it arrives; the finished Answer and the text that was printed."""
+def stream_answer(pieces: Iterable[str | Answer], raw: bool = False) -> tuple[Answer | None, str]:
+    """Print the answer's text as it arrives (plain, wrapped between words); the finished Answer
+    and the text that was streamed."""
     answer = None
     streamed = []
+    out = WrappedStream(console, raw=raw)
     for piece in pieces:
         if isinstance(piece, Answer):
             answer = piece
         else:
             streamed.append(piece)
-            console.print(piece, end="", highlight=False, markup=False, soft_wrap=True)
-    console.print()
+            out.write(piece)
+    out.close()
     return answer, "".join(streamed)
 
 
@@ -111,10 +133,11 @@ def read_history(path: Path) -> list[dict]:
     return data
 
 
-def print_answer(answer: Answer, streamed: str, trace: bool = False, sources: bool = True) -> None:
+def print_answer(answer: Answer, streamed: str, trace: bool = False, sources: bool = True,
+                 shown: Callable[[str], str] = distinguishable, raw: bool = False) -> None:
     if answer.text.strip() != streamed.strip():  # asked again, or revised after the stream
         console.print(Text("final answer:", style="dim"))
-        console.print(answer.text, highlight=False, markup=False)
+        console.print(answer.text if raw else plain_text(answer.text), highlight=False, markup=False)
     unsupported = answer.unsupported
     if unsupported:
         console.print(Text("not supported by the passages they cite:", style="dim"))
@@ -123,7 +146,7 @@ def print_answer(answer: Answer, streamed: str, trace: bool = False, sources: bo
     for warning in answer.warnings:
         _note(warning)
     if sources:
-        print_sources(answer)
+        print_sources(answer, shown, raw)
     label = f"{answer.strategy}" + (f", {answer.model}" if answer.model else "")
     _note(f"{label}; {answer.seconds:.1f} s; context {answer.tokens.get('context', 0)} tokens")
     if trace:
@@ -133,18 +156,21 @@ def print_answer(answer: Answer, streamed: str, trace: bool = False, sources: bo
                                style="dim"), highlight=False)
 
 
-def print_sources(answer: Answer) -> None:
+def print_sources(answer: Answer, shown: Callable[[str], str] = distinguishable, raw: bool = False) -> None:
     if answer.citations:
         console.print()
         console.print(Text("Sources", style="bold"))
     for number, citation in sorted(answer.citations.items()):
-        where = [w for w in (citation.section, f"p. {citation.page}" if citation.page is not None else "") if w]
+        where = [w for w in (inline_plain(citation.section).replace(" > ", " › "),
+                             f"p. {citation.page}" if citation.page is not None else "") if w]
         line = Text(f"[{number}] ", style="bold")
-        line.append(display_path(citation.source))
+        line.append(shown(citation.source))
         if where:
             line.append(" — " + ", ".join(where), style="cyan")
         console.print(line)
-        console.print(Text("    " + snippet(citation.text, 240), style="dim"))
+        text = citation.text if raw else plain_text(citation.text)
+        for wrapped in indented(Text(snippet(text, limit=240), style="dim"), console.width):
+            console.print(wrapped, soft_wrap=True)
 
 
 def _note(text: str) -> None:

@@ -13,6 +13,7 @@ import typer
 
 from ..errors import DiskFullError, RagloomError, RagloomWarning
 from .arguments import hoist_global_options
+from .help import PlainHelpGroup
 from .shared import State, debug_mode, err_console, notice, show_warning
 
 app = typer.Typer(
@@ -21,6 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=PlainHelpGroup,
 )
 
 

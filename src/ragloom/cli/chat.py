@@ -44,7 +44,7 @@ def chat_command(
             if not line:
                 continue
             if line.startswith("/"):
-                _command(line, conversation)
+                _command(line, conversation, index.display_paths())
                 continue
             answer, streamed = stream_answer(conversation.ask_stream(line))
             if answer is not None:
@@ -54,14 +54,14 @@ def chat_command(
                     console.print(Text(f"sources {numbers}: /sources to list them", style="dim"), highlight=False)
 
 
-def _command(line: str, conversation) -> None:
+def _command(line: str, conversation, shown) -> None:  # noqa: ANN001
     name = line.split()[0].lower()
     last = conversation.last
     if name in ("/sources", "/s"):
         if last is None or not last.citations:
             console.print(Text("no sources yet", style="dim"))
         else:
-            print_sources(last)
+            print_sources(last, shown)
     elif name in ("/explain", "/e"):
         if last is None:
             console.print(Text("nothing asked yet", style="dim"))

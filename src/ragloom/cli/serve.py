@@ -21,7 +21,10 @@ def serve_command(
     keys_file: Optional[str] = typer.Option(
         None, "--keys-file", help="Scoped API keys (`ragloom keys add`); every request then needs a key."),
 ) -> None:
-    """Serve the index over HTTP: the /v1 API, its docs at /docs, and a search page at /."""
+    """Serve the index over HTTP: the /v1 API, its docs at /docs, and a search page at /.
+
+    Example: ragloom serve --port 8000 --watch ./docs
+    """
     from ..server.runner import serve
 
     config = indexes_config(ctx, index or [])
@@ -73,7 +76,13 @@ def mcp_command(
     keys_file: Optional[str] = typer.Option(
         None, "--keys-file", help="Scoped API keys; over stdio the session acts as the key in $RAGLOOM_MCP_KEY."),
 ) -> None:
-    """Serve the index to MCP clients (tools: search, list_sources; ingest when server.mcp.ingest is on)."""
+    """Serve the index to MCP clients (Claude Desktop, IDEs, agents).
+
+    Tools: search, ask, get_context, list_sources; with server.mcp.ingest on, also ingest.
+    Each source is a resource, ragloom://source/{id}.
+
+    Example: ragloom mcp --transport http --port 8765
+    """
     from ..errors import ConfigError
     from ..server.mcp import run_mcp
 
@@ -88,7 +97,10 @@ def watch_command(
     ctx: typer.Context,
     folders: list[str] = typer.Argument(..., help="Folders to keep the index in step with."),
 ) -> None:
-    """Ingest the folders, then keep following their changes (adds, edits, renames, deletes) until Ctrl-C."""
+    """Ingest the folders, then keep following their changes (adds, edits, renames, deletes) until Ctrl-C.
+
+    Example: ragloom watch ./docs ./notes
+    """
     from ..server.watch import FolderWatcher, apply_to_index
 
     with state(ctx).open_index(create=True) as index:

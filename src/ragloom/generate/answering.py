@@ -65,11 +65,14 @@ def ask_stream(
     mode: str | None = None,
     llm: LLM | str | None = None,
     history: Sequence[HistoryItem] | None = None,
-) -> Iterator[str | Answer]:
+    context_first: bool = False,
+) -> Iterator[str | Context | Answer]:
     """The answer's text in pieces as it is generated, then the finished Answer.
 
     ``history``: the conversation's earlier messages; the question is made standalone with them
-    before it is searched (``answer.followup``), and the rewrite is the trace's first step."""
+    before it is searched (``answer.followup``), and the rewrite is the trace's first step.
+    ``context_first``: first yield the numbered Context, as soon as it is built, so that a reader
+    sees the sources while the answer is written (the HTTP API's ``sources`` event)."""
     started = time.perf_counter()
     name, model = choose(services.config, strategy or services.config.answer.strategy, llm)
     chosen = create_strategy(name)
@@ -83,6 +86,8 @@ def ask_stream(
                       mode=mode, count=count)
     if rewrite_step is not None:
         request.trace.insert(0, rewrite_step)
+    if context_first:
+        yield request.context
     if chosen.needs_llm and not _relevant_enough(request):
         yield NO_ANSWER
         answer = _no_answer(request, name)
@@ -181,14 +186,12 @@ def choose(settings: Config, strategy: str, llm: LLM | str | None) -> tuple[str,
             return "attributed", shared_llm(config)
         if not _told_no_llm:
             _told_no_llm = True
+            # One short line: it is said on every `ragloom ask` (`ask --help` says more).
             if reason is None:
-                told = (f"answering with the extractive strategy: the packaged {_packaged_default(config)} model's "
-                        "answers measured below extractive ones on SQuAD (BENCHMARKS.md \"Answers\"), so auto does "
-                        "not use it. --strategy attributed (or standard, cove) does; auto uses a .gguf file of your "
-                        "own as llm.model, or another llm.provider")
+                told = (f"answered by quoting the sources (extractive); auto skips the packaged "
+                        f"{_packaged_default(config)}, whose answers measured lower: --strategy attributed uses it")
             else:
-                told = (f"no LLM is available ({reason}); answering with the extractive strategy, which quotes "
-                        "the best sentences of the sources")
+                told = f"no LLM ({reason}); answered by quoting the sources (extractive)"
             warnings.warn(told, RagloomWarning, stacklevel=3)
         return "extractive", None
     if reason is not None:

@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +55,17 @@ def source_id(path: str | Path) -> str:
     if absolute.name in ("", ".", "..") or absolute.is_dir():  # a folder's sources sit under its real path
         return str(absolute.resolve())
     return str(absolute.parent.resolve() / absolute.name)
+
+
+def ingest_roots(paths: Iterable[str | Path]) -> list[str]:
+    """The folders that an ingest of ``paths`` shows its sources relative to: a folder itself,
+    a file's own folder."""
+    roots = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        folder = path if path.is_dir() else path.parent
+        roots.append(str(folder.resolve()))
+    return list(dict.fromkeys(roots))
 
 
 def is_under(path: str, folder: str) -> bool:

@@ -23,7 +23,7 @@ from ..stores.base import exclusive_write_lock
 from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
-from .files import FileRejected, is_under, read_regular_file, source_id, sources_named
+from .files import FileRejected, ingest_roots, is_under, read_regular_file, source_id, sources_named
 from .loaders import LoaderOptions, load_file, loader_for
 from .pipeline import WriteBehind, read_ahead
 from .planning import plan_files
@@ -78,6 +78,8 @@ class IngestRunner:
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
         with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
+            if plan:
+                self.store.add_ingest_roots(ingest_roots(paths))
             progress.files(len(plan))
             seen = self._write(plan, report, progress, policy, dict(metadata or {}))
             self._remove_gone(folders, seen, report)

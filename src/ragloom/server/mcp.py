@@ -213,7 +213,7 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
         scoped = guarded(lambda: door.open(index))
         answer = guarded(lambda: scoped.ask(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
                                             where=body.where, mode=body.mode, history=history_of(body)))
-        model = answer_model(answer, scoped.service.highlighter(body.question))
+        model = answer_model(answer, scoped.service.highlighter(body.question), scoped.service.display_paths())
         return AskResult(**model.model_dump(), sources=refs(model.citations, scoped.name))
 
     @server.tool(annotations=read_only)
@@ -233,7 +233,8 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
     def list_sources(index: str | None = None) -> SourceList:
         """Every file in the index, with its id (read one with the ragloom://source/{id} resource)."""
         scoped = guarded(lambda: door.open(index))
-        return SourceList(sources=[source_model(r) for r in guarded(scoped.sources)])
+        shown = guarded(scoped.service.display_paths)
+        return SourceList(sources=[source_model(r, shown) for r in guarded(scoped.sources)])
 
     @server.resource(SOURCE_URI, mime_type="text/plain")
     def read_source(source_id: str) -> str:

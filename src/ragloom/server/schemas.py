@@ -74,13 +74,19 @@ def source_id(path: str) -> str:
 
 
 # -- responses derived from the library's types ---------------------------------------------------
+#: A path as shown (``ragloom.display``): relative to the ingested folder; ``source``/``path`` stay full.
+_DISPLAY_PATH = (str, Field("", description="the source's path relative to the folder that was ingested, as shown "
+                            "to a reader (the full path is `source`, or `path` for a source)"))
+#: ``source -> display path``; the identity where none is given.
+Shown = Callable[[str], str]
+
 HitModel = model_from_dataclass(Hit, extra={
     "doc_id": (str, ""), "section": (str, ""), "page": (int | None, None), "chunk_index": (int, 0),
-    "source_id": (str, ""),
+    "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the query's terms")),
 })
-SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={"id": (str, "")})
+SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={"id": (str, ""), "display_path": _DISPLAY_PATH})
 FailureModel = model_from_dataclass(FileFailure, name="FileFailure")
 IngestReportModel = model_from_dataclass(
     IngestReport, exclude=("failed",), extra={"failed": (list[FailureModel], Field(default_factory=list))},  # type: ignore[valid-type]
@@ -95,9 +101,11 @@ TraceModel = model_from_dataclass(StageTrace, name="StageTrace")
 
 
 # Answers: the hit behind a citation or passage is flattened into it (source, section, page, score).
-CitationModel = model_from_dataclass(Citation, exclude=("hit",), extra={"source_id": (str, "")})
+CitationModel = model_from_dataclass(Citation, exclude=("hit",), extra={"source_id": (str, ""),
+                                                                      "display_path": _DISPLAY_PATH})
 PassageModel = model_from_dataclass(Passage, exclude=("hit",), extra={
-    "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "section": (str, ""),
+    "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "display_path": _DISPLAY_PATH,
+    "section": (str, ""),
     "page": (int | None, None), "score": (float, 0.0),
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the question's terms")),
@@ -120,45 +128,55 @@ AnswerModel = model_from_dataclass(
 )
 
 
-def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
+def _same(path: str) -> str:
+    return path
+
+
+def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None, shown: Shown = _same) -> BaseModel:
     return HitModel.model_validate({
         **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
         "doc_id": hit.doc_id, "section": hit.section, "page": hit.page, "chunk_index": hit.chunk_index,
-        "source_id": source_id(hit.source), "highlights": highlights or [],
+        "source_id": source_id(hit.source), "display_path": shown(hit.source), "highlights": highlights or [],
     })
 
 
-def source_model(record: SourceRecord) -> BaseModel:
-    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path)})
+def source_model(record: SourceRecord, shown: Shown = _same) -> BaseModel:
+    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path),
+                                       "display_path": shown(record.path)})
 
 
-def citation_model(citation: Citation) -> BaseModel:
+def citation_model(citation: Citation, shown: Shown = _same) -> BaseModel:
     fields = {f.name: getattr(citation, f.name) for f in dataclasses.fields(citation) if f.name != "hit"}
-    return CitationModel.model_validate({**fields, "source_id": source_id(citation.source)})
+    return CitationModel.model_validate({**fields, "source_id": source_id(citation.source),
+                                         "display_path": shown(citation.source)})
 
 
-def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
+def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = None, shown: Shown = _same,
+                  ) -> BaseModel:
     hit = passage.hit
     fields = {f.name: getattr(passage, f.name) for f in dataclasses.fields(passage) if f.name != "hit"}
     return PassageModel.model_validate({
         **fields, "chunk_id": hit.chunk_id, "source": hit.source, "source_id": source_id(hit.source),
-        "section": hit.section, "page": hit.page, "score": hit.score, "highlights": highlights or [],
+        "display_path": shown(hit.source), "section": hit.section, "page": hit.page, "score": hit.score,
+        "highlights": highlights or [],
     })
 
 
-def context_model(context: Context, highlight: Callable[[str], list[tuple[int, int]]] | None = None) -> BaseModel:
-    passages = [passage_model(p, highlight(p.text) if highlight else None) for p in context.passages]
+def context_model(context: Context, highlight: Callable[[str], list[tuple[int, int]]] | None = None,
+                  shown: Shown = _same) -> BaseModel:
+    passages = [passage_model(p, highlight(p.text) if highlight else None, shown) for p in context.passages]
     fields = {f.name: getattr(context, f.name) for f in dataclasses.fields(context) if f.name != "passages"}
     return ContextModel.model_validate({**fields, "passages": passages})
 
 
-def answer_model(answer: Answer, highlight: Callable[[str], list[tuple[int, int]]] | None = None) -> BaseModel:
+def answer_model(answer: Answer, highlight: Callable[[str], list[tuple[int, int]]] | None = None,
+                 shown: Shown = _same) -> BaseModel:
     return AnswerModel.model_validate({
         "question": answer.question, "text": answer.text, "strategy": answer.strategy, "model": answer.model,
-        "citations": [citation_model(c) for _, c in sorted(answer.citations.items())],
+        "citations": [citation_model(c, shown) for _, c in sorted(answer.citations.items())],
         "sentences": [dataclasses.asdict(s) for s in answer.sentences],
         "unsupported": [s.text for s in answer.unsupported],
-        "context": context_model(answer.context, highlight) if isinstance(answer.context, Context) else None,
+        "context": context_model(answer.context, highlight, shown) if isinstance(answer.context, Context) else None,
         "trace": [dataclasses.asdict(step) for step in answer.trace],
         "tokens": dict(answer.tokens), "warnings": list(answer.warnings), "seconds": answer.seconds,
     })

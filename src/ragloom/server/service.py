@@ -21,6 +21,8 @@ from typing import Any
 
 from .. import errors
 from ..config import Config
+from ..context import Context
+from ..display import DisplayPaths
 from ..errors import ConfigError, IndexLockedError, QueryError
 from ..index import Index
 from ..stores.base import AuditEntry
@@ -106,12 +108,13 @@ class IndexService:
             else:
                 with mode_available(mode):
                     result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
+            shown = index.display_paths()
         terms = query_terms(query)
         hits: list[Hit] = result.hits if result is not None else []
         response = SearchResponse(
             query=query, mode=result.plan.preset if result is not None else (mode or settings.mode), k=k_used,
             took_ms=(time.perf_counter() - started) * 1000,
-            hits=[hit_model(hit, matched_spans(hit.text, terms)) for hit in hits], warnings=notes,
+            hits=[hit_model(hit, matched_spans(hit.text, terms), shown) for hit in hits], warnings=notes,
         )
         if explain and result is not None:
             response.plan = PlanModel.model_validate(result.plan, from_attributes=True)
@@ -128,13 +131,16 @@ class IndexService:
         with self.reader() as index:
             with mode_available(mode):
                 context = index.context(question, budget=budget, k=k, where=where, mode=mode)
-        return context_model(context, self.highlighter(question))
+            shown = index.display_paths()
+        return context_model(context, self.highlighter(question), shown)
 
     def ask_stream(
         self, question: str, *, strategy: str | None = None, k: int | None = None, budget: int | None = None,
         where: Mapping[str, Any] | None = None, mode: str | None = None, history: list[Any] | None = None,
-    ) -> Iterator[str | Answer]:
+        sources_first: bool = False,
+    ) -> Iterator[str | Context | Answer]:
         """``Index.ask_stream`` on a reader; an answer that needs the LLM holds its lock throughout.
+        ``sources_first``: the numbered Context comes first, as soon as it is built.
 
         Close the generator when abandoning it early: that returns the reader and the LLM.
         """
@@ -154,7 +160,9 @@ class IndexService:
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
             empty = index.store.count() == 0
             with guard, mode_available(mode):
-                extra = {"history": history} if history is not None else {}
+                extra: dict[str, Any] = {"history": history} if history is not None else {}
+                if sources_first:
+                    extra["context_first"] = True
                 for piece in index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
                                               mode=mode, **extra):
                     if isinstance(piece, Answer) and empty:  # said per answer, not through warnings.warn
@@ -196,6 +204,11 @@ class IndexService:
                 f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
                 "(server.max_query_chars)"
             )
+
+    def display_paths(self) -> DisplayPaths:
+        """``source -> path as shown``: relative to the folder that was ingested."""
+        with self.reader() as index:
+            return index.display_paths()
 
     def stats(self) -> IndexStats:
         with self.reader() as index:

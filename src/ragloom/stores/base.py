@@ -91,6 +91,13 @@ class SourceRegistry(ABC):
     def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors already computed for chunks with these content hashes."""
 
+    def ingest_roots(self) -> list[str]:
+        """The folders ingests were given, which sources are shown relative to (``ragloom.display``)."""
+        return []
+
+    def add_ingest_roots(self, roots: Sequence[str]) -> None:  # noqa: B027 - optional hook
+        """Remember more such folders; a store that cannot shows its sources' full paths."""
+
 
 class ChunkSearch(ABC):
     """Reading the chunks back and searching them: by vector, by BM25, or both."""

@@ -44,6 +44,16 @@ class CatalogBacked:
     def get_source(self, path: str) -> SourceRecord | None:
         return self.catalog.get_source(path)
 
+    def ingest_roots(self) -> list[str]:
+        return list(self.catalog.get_meta("ingest_roots") or [])
+
+    def add_ingest_roots(self, roots: Sequence[str]) -> None:
+        known = self.ingest_roots()
+        new = [root for root in roots if root not in known]
+        if new:
+            with self.catalog.transaction():
+                self.catalog.set_meta("ingest_roots", known + new)
+
     def list_sources(self) -> list[SourceRecord]:
         return self.catalog.list_sources()
 

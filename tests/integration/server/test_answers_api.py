@@ -72,17 +72,20 @@ def test_ask_returns_one_json_answer_with_citations_of_retrieved_passages(served
     assert re.search(r'ragloom_answers_total\{strategy="extractive"\} [1-9]', metrics)
 
 
-def test_ask_streams_tokens_then_the_answer_as_server_sent_events(served):
+def test_ask_streams_sources_then_tokens_then_the_answer_as_server_sent_events(served):
     body = {"question": "How do ROS 2 nodes communicate?", "strategy": "extractive", "stream": True}
     with served.client() as client, client.stream("POST", "/v1/ask", json=body) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = list(sse_events(response))
     names = [name for name, _ in events]
-    assert names[-1] == "answer" and set(names[:-1]) == {"token"} and len(names) >= 2
+    # The sources first (as Perplexity does), so a page shows them while the answer is written.
+    assert names[0] == "sources" and names[-1] == "answer" and set(names[1:-1]) == {"token"} and len(names) >= 3
     answer = events[-1][1]
-    assert "".join(data["text"] for _, data in events[:-1]) == answer["text"]
+    assert "".join(data["text"] for _, data in events[1:-1]) == answer["text"]
     assert answer["citations"] and answer["context"]["passages"]
+    assert events[0][1]["passages"] == answer["context"]["passages"]
+    assert all(p["display_path"] and not p["display_path"].startswith("/") for p in events[0][1]["passages"])
 
 
 def test_errors_before_a_stream_are_json_and_the_query_limits_hold(served):
@@ -150,7 +153,7 @@ def test_a_real_llm_answer_streams_token_by_token(served_llm):
         assert response.status_code == 200
         events = list(sse_events(response))
     tokens = [data["text"] for name, data in events if name == "token"]
-    assert [name for name, _ in events] == ["token"] * len(tokens) + ["answer"] and len(tokens) > 2
+    assert [name for name, _ in events] == ["sources"] + ["token"] * len(tokens) + ["answer"] and len(tokens) > 2
     answer = events[-1][1]
     assert answer["strategy"] == "standard" and answer["model"] == "llamacpp:SmolLM2-135M-Instruct.Q4_1"
     assert "".join(tokens) == answer["text"]
@@ -172,10 +175,10 @@ def test_the_llm_serves_one_answer_at_a_time_and_a_dropped_stream_frees_it(serve
                 client.post("/v1/ask", json=body, timeout=1.0)
             quick = client.post("/v1/ask", json={**body, "strategy": "extractive", "stream": False})
             assert quick.status_code == 200 and quick.json()["citations"]
-        # A client that leaves after the first token gives the model back.
+        # A client that leaves after the sources and the first token gives the model back.
         with client.stream("POST", "/v1/ask", json=body) as dropped:
-            first = next(sse_events(dropped))
-            assert first[0] == "token"
+            events = sse_events(dropped)
+            assert next(events)[0] == "sources" and next(events)[0] == "token"
         wait_until(lambda: not lock.locked(), timeout=60)
         again = client.post("/v1/ask", json={**body, "stream": False})
     assert again.status_code == 200 and again.json()["model"].startswith("llamacpp:SmolLM2")

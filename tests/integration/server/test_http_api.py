@@ -303,3 +303,23 @@ def test_searches_run_in_parallel_with_an_ingest(served, tmp_path):
             client.post("/v1/ingest", json={"paths": [str(served.docs)]})  # (re)ingest without the bulk folder
         shutil.rmtree(corpus, ignore_errors=True)
         os.sync()
+
+
+def test_hits_and_sources_carry_display_paths_and_a_source_opens_at_its_chunks(served):
+    with served.client() as client:
+        hits = client.post("/v1/search", json={"query": QUESTION, "k": 3}).json()["hits"]
+        sources = client.get("/v1/sources").json()
+        opened = client.get(f"/v1/sources/{hits[0]['source_id']}/text")
+        missing = client.get("/v1/sources/0000000000000000/text")
+    # Relative to the folder that was ingested (the docs folder), the full path kept in `source`/`path`.
+    assert {p.name for p in served.docs.iterdir() if p.is_file()} <= {s["display_path"] for s in sources}
+    assert all(str(served.docs / s["display_path"]) == s["path"] for s in sources)
+    assert all(str(served.docs / h["display_path"]) == h["source"] for h in hits)
+    assert opened.status_code == 200, opened.text
+    view = opened.json()
+    assert view["source"]["path"] == hits[0]["source"] and view["source"]["display_path"] == hits[0]["display_path"]
+    placed = {c["chunk_id"]: c for c in view["chunks"]}
+    cited = placed[hits[0]["chunk_id"]]
+    assert view["text"][cited["start"]:cited["end"]] == hits[0]["text"]
+    assert [c["start"] for c in view["chunks"]] == sorted(c["start"] for c in view["chunks"])
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "source_not_found"

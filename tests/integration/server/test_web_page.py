@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 
@@ -13,8 +16,13 @@ selenium = pytest.importorskip("selenium", reason="selenium is not installed: sc
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from server_helpers import running_server  # noqa: E402
+
+from ragloom import Index  # noqa: E402
+from ragloom.config import Config  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -24,9 +32,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: Set to a path to keep a screenshot of the page with results; WEB_PAGE_ASK_SCREENSHOT, of an
-#: answer with a citation clicked (docs/web-search.png and docs/web-ask.png are made this way).
+#: answer with a citation clicked; WEB_PAGE_SOURCE_SCREENSHOT, of that passage's source opened in
+#: the viewer (docs/web-search.png, docs/web-ask.png and docs/web-source.png are made this way).
 SCREENSHOT = os.environ.get("WEB_PAGE_SCREENSHOT")
 ASK_SCREENSHOT = os.environ.get("WEB_PAGE_ASK_SCREENSHOT")
+SOURCE_SCREENSHOT = os.environ.get("WEB_PAGE_SOURCE_SCREENSHOT")
 
 #: Records what is added to the answer as it arrives: text nodes (streamed tokens), then links.
 _WATCH_ANSWER = """
@@ -77,7 +87,9 @@ def test_search_page_shows_status_hits_sources_and_highlights(served, browser, t
     first = hits[0]
     assert first.find_element(By.CSS_SELECTOR, ".rank").text == "#1"
     source = first.find_element(By.CSS_SELECTOR, ".source")
-    assert source.text == "ros2_communication_guide.md" and source.get_attribute("title").endswith(source.text)
+    # The path relative to the ingested folder; the full one on hover.
+    assert source.text == "ros2_communication_guide.md"
+    assert source.get_attribute("title").startswith(str(served.docs / source.text))
     assert "How nodes communicate" in first.find_element(By.CSS_SELECTOR, ".where").text
     marks = {m.text.lower() for m in first.find_elements(By.CSS_SELECTOR, ".text mark")}
     assert {"nodes", "communicate"} <= marks
@@ -107,8 +119,10 @@ def test_passages_are_text_not_markup(served, browser):
         browser.find_element(By.ID, "go").click()
         WebDriverWait(browser, 60).until(
             expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#results .hit")))
+        # Rendered and sanitised: <b> is bold, the <img> and its handler are gone.
         text = browser.find_element(By.CSS_SELECTOR, "#results .hit .text")
-        assert "<b>bold" in text.text and text.find_elements(By.TAG_NAME, "img") == []
+        assert text.find_element(By.TAG_NAME, "b").text == "bold pangolin" and "<b>" not in text.text
+        assert text.find_elements(By.TAG_NAME, "img") == [] and text.find_elements(By.CSS_SELECTOR, "[onerror]") == []
         assert browser.title == "ragloom"
     finally:
         trap.unlink()
@@ -130,11 +144,11 @@ def test_ask_streams_an_answer_whose_citations_scroll_to_their_passages(served, 
     browser.find_element(By.ID, "ask").click()
     wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#answer-text a.cite")))
 
-    # Streamed: token text went in first, then the finished answer with its citations as links.
+    # Streamed: token text went in first, then the finished answer, rendered, with its citations as links.
     added = browser.execute_script("return window.answerAdded")
     assert added[0].startswith("text:") and len(added[0]) > len("text:")
-    first_link = next(i for i, item in enumerate(added) if item.startswith("a:"))
-    assert first_link > 0 and all(item.startswith("text:") for item in added[:first_link - 1])
+    rendered = next(i for i, item in enumerate(added) if not item.startswith("text:"))
+    assert rendered > 0 and all(item.startswith("text:") for item in added[:rendered])
     text = browser.find_element(By.ID, "answer-text").text
     links = browser.find_elements(By.CSS_SELECTOR, "#answer-text a.cite")
     assert links and all(link.text in text for link in links)
@@ -166,6 +180,12 @@ def test_ask_streams_an_answer_whose_citations_scroll_to_their_passages(served, 
         browser.execute_script("window.scrollTo(0, 0)")
         Path(ASK_SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
         browser.save_screenshot(ASK_SCREENSHOT)
+    if SOURCE_SCREENSHOT:
+        browser.set_window_size(1200, 900)
+        target.find_element(By.CSS_SELECTOR, ".source").click()
+        wait.until(expected_conditions.presence_of_element_located((By.ID, "viewer-target")))
+        Path(SOURCE_SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
+        browser.save_screenshot(SOURCE_SCREENSHOT)
 
 
 def test_an_answer_is_text_not_markup_and_errors_show(served, browser):
@@ -182,7 +202,8 @@ def test_an_answer_is_text_not_markup_and_errors_show(served, browser):
         browser.find_element(By.ID, "ask").click()
         wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#answer-text a.cite")))
         answer = browser.find_element(By.ID, "answer-text")
-        assert "<b>smile</b>" in answer.text and answer.find_elements(By.TAG_NAME, "img") == []
+        assert "<b>" not in answer.text and answer.find_elements(By.TAG_NAME, "img") == []
+        assert answer.find_elements(By.CSS_SELECTOR, "[onerror]") == []
         assert browser.find_elements(By.CSS_SELECTOR, "#results img") == [] and browser.title == "ragloom"
         box = browser.find_element(By.ID, "query")
         box.clear()
@@ -224,8 +245,11 @@ def test_ask_keeps_the_conversation_until_a_new_one(served, browser):
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 2)
     bodies = browser.execute_script("return window.sentBodies")
     assert "history" not in bodies[0]
-    assert bodies[1]["history"] == [{"role": "user", "content": "How do ROS 2 nodes communicate?"},
-                                    {"role": "assistant", "content": first_answer}]
+    history = bodies[1]["history"]
+    assert [m["role"] for m in history] == ["user", "assistant"]
+    assert history[0]["content"] == "How do ROS 2 nodes communicate?"
+    # The answer as written (Markdown); the page shows it rendered.
+    assert re.sub(r"\W+", "", history[1]["content"]) == re.sub(r"\W+", "", first_answer)
     # An earlier turn's citation still works: it shows that turn's passages and focuses the one cited.
     link = browser.find_element(By.CSS_SELECTOR, "#turns .turn:first-child a.cite")
     number = int(link.get_attribute("data-number"))
@@ -237,3 +261,200 @@ def test_ask_keeps_the_conversation_until_a_new_one(served, browser):
     browser.find_element(By.ID, "ask").click()
     wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
     assert "history" not in browser.execute_script("return window.sentBodies")[-1]
+
+
+# -- issue 25: markup, sources, the page's own states ------------------------------------------------
+
+@contextmanager
+def ingested(served, files: dict[str, str]):
+    """The files (relative path -> text) written under the served docs folder and ingested; removed after."""
+    paths = []
+    for name, text in files.items():
+        path = served.docs / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    try:
+        with served.client() as client:
+            job = client.post("/v1/ingest", json={"paths": [str(p) for p in paths]}).json()
+            assert served.wait_job(client, job["id"])["state"] == "done"
+        yield paths
+    finally:
+        with served.client() as client:
+            for source in client.get("/v1/sources").json():
+                if source["path"] in {str(p) for p in paths}:
+                    client.delete(f"/v1/sources/{source['id']}")
+        for path in paths:
+            path.unlink()
+
+
+def search_for(browser, served, query: str) -> list:
+    browser.get(served.url + "/")
+    WebDriverWait(browser, 60).until(lambda d: "sources" in d.find_element(By.ID, "status").text)
+    browser.find_element(By.ID, "query").send_keys(query)
+    browser.find_element(By.ID, "go").click()
+    WebDriverWait(browser, 60).until(lambda d: "passages" in d.find_element(By.ID, "message").text)
+    return browser.find_elements(By.CSS_SELECTOR, "#results .hit")
+
+
+MARKDOWN = """# Axolotl Care { #axolotl-care }
+
+## Water temperature {#water-temperature .note}
+
+Keep the **axolotl** tank between `16` and `18` degrees; see [the care sheet](https://example.com/axolotl).
+<script>document.title = "pwned"</script>
+<img src="https://tracker.example.com/pixel.png" onerror="document.title='pwned'">
+![a remote axolotl photo](https://example.com/axolotl.png)
+<a href="javascript:document.title='pwned'">axolotl trick</a>
+"""
+
+
+def test_passages_render_markdown_safely_and_titles_drop_attribute_lists(served, browser):
+    with ingested(served, {"axolotl.md": MARKDOWN}):
+        hits = search_for(browser, served, "axolotl tank water temperature")
+        hit = next(h for h in hits if h.find_element(By.CSS_SELECTOR, ".source").text == "axolotl.md")
+        where = hit.find_element(By.CSS_SELECTOR, ".where").text
+        assert "Axolotl Care › Water temperature" in where and "{" not in where
+        text = hit.find_element(By.CSS_SELECTOR, ".text")
+        assert text.find_element(By.TAG_NAME, "strong").text.lower() == "axolotl"
+        assert [c.text for c in text.find_elements(By.TAG_NAME, "code")] == ["16", "18"]
+        assert "**" not in text.text and "`" not in text.text and "{#" not in text.text
+        link = text.find_element(By.LINK_TEXT, "the care sheet")
+        assert link.get_attribute("href") == "https://example.com/axolotl"
+        assert "noopener" in link.get_attribute("rel")
+        assert text.find_element(By.LINK_TEXT, "axolotl trick").get_attribute("href") is None
+        assert text.find_elements(By.CSS_SELECTOR, "img, script, [onerror]") == []
+        assert "a remote axolotl photo" in text.text  # a remote image shows as its description
+        assert browser.title == "ragloom"
+
+
+def test_sources_show_their_path_relative_to_the_ingested_folder_and_open_at_the_passage(served, browser):
+    filler = "\n\n".join(f"Paragraph {i} about unrelated gardening chores and seasonal weeding." for i in range(60))
+    files = {"guide/index.md": f"# Guide\n\n{filler}\n\n## Wombats\n\nWombat burrows have a single entrance tunnel.\n",
+             "reference/index.md": "# Reference\n\nWombat droppings are cube shaped.\n"}
+    with ingested(served, files):
+        hits = search_for(browser, served, "wombat burrows entrance tunnel")
+        shown = [h.find_element(By.CSS_SELECTOR, ".source").text for h in hits]
+        assert "guide/index.md" in shown and "reference/index.md" in shown  # two index.md told apart
+        hit = hits[shown.index("guide/index.md")]
+        passage = hit.find_element(By.CSS_SELECTOR, ".text").text
+        hit.find_element(By.CSS_SELECTOR, ".source").click()
+        wait = WebDriverWait(browser, 60)
+        wait.until(expected_conditions.presence_of_element_located((By.ID, "viewer-target")))
+        viewer = browser.find_element(By.ID, "viewer")
+        assert viewer.get_attribute("open") is not None
+        assert browser.find_element(By.ID, "viewer-title").text == "guide/index.md"
+        assert browser.find_element(By.ID, "viewer-path").text == str(served.docs / "guide" / "index.md")
+        target = browser.find_element(By.ID, "viewer-target")
+        assert "Wombat burrows have a single entrance tunnel." in target.text
+        assert "Wombat burrows" in passage
+        # Scrolled to: the highlighted passage is inside the viewer's visible box, far below its top.
+        inside = browser.execute_script("""
+            const box = document.getElementById("viewer-text").getBoundingClientRect();
+            const mark = arguments[0].getBoundingClientRect();
+            return [mark.top >= box.top && mark.bottom <= box.bottom, document.getElementById("viewer-text").scrollTop];
+        """, target)
+        assert inside[0] and inside[1] > 0
+        browser.find_element(By.ID, "viewer-close").click()
+        assert browser.find_element(By.ID, "viewer").get_attribute("open") is None
+
+
+_LOG_ORDER = """
+window.order = [];
+for (const id of ["results", "answer-text"]) {
+  new MutationObserver((records) => {
+    if (records.some((r) => r.addedNodes.length)) window.order.push(id);
+  }).observe(document.getElementById(id), {childList: true, subtree: true});
+}
+"""
+
+
+def test_ask_shows_sources_before_the_answer_and_enter_asks_in_ask_mode(served, browser):
+    browser.get(served.url + "/")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda d: "sources" in d.find_element(By.ID, "status").text)
+    browser.execute_script(_RECORD_BODIES + _LOG_ORDER)
+    Select(browser.find_element(By.ID, "strategy")).select_by_value("extractive")
+    box = browser.find_element(By.ID, "query")
+    box.send_keys("How do ROS 2 nodes communicate?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    order = browser.execute_script("return window.order")
+    assert order[0] == "results" and "answer-text" in order  # the passages came before the answer's first word
+    # Enter now asks (the page is in ask mode), it does not search.
+    box.send_keys("Which QoS policies do they use?" + Keys.ENTER)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 2)
+    assert len(browser.execute_script("return window.sentBodies")) == 2
+    assert browser.find_element(By.ID, "ask").get_attribute("aria-pressed") == "true"
+
+
+def test_the_address_holds_the_query_so_reload_and_shared_links_restore_it(served, browser):
+    hits = search_for(browser, served, "tf2 coordinate frames")
+    first = hits[0].get_attribute("data-chunk-id")
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query["q"] == ["tf2 coordinate frames"] and "do" not in query
+    browser.refresh()
+    wait = WebDriverWait(browser, 60)
+    wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#results .hit")))
+    assert browser.find_element(By.ID, "query").get_attribute("value") == "tf2 coordinate frames"
+    assert browser.find_elements(By.CSS_SELECTOR, "#results .hit")[0].get_attribute("data-chunk-id") == first
+    # A shared link to a question opens with its answer.
+    browser.get(served.url + "/?" + urlencode({"q": "How do ROS 2 nodes communicate?", "do": "ask",
+                                                 "strategy": "extractive"}))
+    wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#answer-text a.cite")))
+    assert browser.find_element(By.ID, "answer-meta").text.startswith("extractive")
+
+
+LONG_URL = "https://example.com/" + "/".join(f"segment{i:03d}" for i in range(40)) + "?numbat=" + "x" * 120
+
+
+def test_at_390_pixels_a_long_url_does_not_widen_the_page(served, browser):
+    browser.set_window_size(390, 900)
+    with ingested(served, {"numbat.txt": f"Numbat survey results are published at {LONG_URL} every spring.\n"}):
+        hits = search_for(browser, served, "numbat survey results published")
+        assert browser.execute_script("return window.innerWidth") <= 400
+        assert any("numbat.txt" == h.find_element(By.CSS_SELECTOR, ".source").text for h in hits)
+        widths = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], widths
+        box = browser.find_element(By.ID, "query")
+        box.clear()
+        box.send_keys("Where are numbat survey results published?")
+        Select(browser.find_element(By.ID, "strategy")).select_by_value("extractive")
+        browser.find_element(By.ID, "ask").click()
+        WebDriverWait(browser, 60).until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#answer-text a.cite")))
+        assert "numbat" in browser.find_element(By.ID, "answer-text").text.lower()
+        widths = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], widths
+
+
+def test_without_an_llm_only_extractive_is_offered_and_a_stopped_server_is_explained(tmp_path, browser):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "quoll.md").write_text("# Quolls\n\nQuolls are carnivorous marsupials native to Australia.\n")
+    config = Config.from_dict({"index": str(tmp_path / "index"), "server": {"allowed_roots": [str(docs)]},
+                               "llm": {"provider": "llamacpp", "model": str(tmp_path / "missing.gguf")}})
+    with Index.open(config.index, config) as index:
+        index.ingest([docs])
+    with running_server(config, tmp_path, docs) as served:
+        browser.get(served.url + "/")
+        wait = WebDriverWait(browser, 60)
+        wait.until(lambda d: d.find_element(By.ID, "strategy-note").is_displayed())
+        options = [o.get_attribute("value") for o in Select(browser.find_element(By.ID, "strategy")).options]
+        assert options == ["extractive"]
+        assert "no LLM" in browser.find_element(By.ID, "strategy-note").text
+        browser.find_element(By.ID, "query").send_keys("quolls")
+        browser.find_element(By.ID, "go").click()
+        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#results .hit")))
+    # The server is gone: Search and Ask say so, with a way to retry; no "undefined", no empty answer box.
+    assert not browser.find_element(By.ID, "offline").is_displayed()
+    browser.find_element(By.ID, "go").click()
+    wait.until(lambda d: d.find_element(By.ID, "offline").is_displayed())
+    assert "not answering" in browser.find_element(By.ID, "offline").text
+    assert "undefined" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.find_element(By.ID, "ask").click()
+    wait.until(lambda d: d.find_element(By.ID, "offline").is_displayed() and not d.find_element(By.ID, "ask")
+               .get_attribute("disabled"))
+    assert not browser.find_element(By.ID, "answer").is_displayed()
+    assert "undefined" not in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.find_element(By.ID, "retry").is_displayed()

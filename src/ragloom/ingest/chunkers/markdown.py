@@ -23,6 +23,10 @@ SECTION_LEVEL = 3
 _HEADER = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*\r?\n?")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _TABLE_ROW = re.compile(r" {0,3}\|")
+# A heading attribute list at the end of a title, as MkDocs (attr_list), Pandoc and kramdown
+# write it: `{ #id }`, `{#id .class key=val}`, `{: #id}`. It names the heading, it is not its title.
+_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]*))"
+                         r"(?:[ \t]+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]*)))*[ \t]*\}[ \t]*$")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class Section:
 
 class MarkdownSectionChunker(UnitChunker):
     name = "markdown"
+    #: 2: section titles without their heading attribute lists.
+    version = "2"
 
     def split(self, document: Document) -> list[Span]:
         text = document.text
@@ -104,7 +110,7 @@ def markdown_blocks(text: str) -> list[Block]:
             j = _fence_end(lines, i, fence.group(1))
             blocks.append(Block("code", start, _end_of(lines, j - 1)))
         elif header := _HEADER.fullmatch(line):
-            level, title = len(header.group(1)), (header.group(2) or "").strip()
+            level, title = len(header.group(1)), heading_title(header.group(2) or "")
             blocks.append(Block("header", start, _end_of(lines, i), level, title))
             j = i + 1
         elif _TABLE_ROW.match(line):
@@ -115,6 +121,11 @@ def markdown_blocks(text: str) -> list[Block]:
             blocks.append(Block("text", start, _end_of(lines, j - 1)))
         i = j
     return blocks
+
+
+def heading_title(raw: str) -> str:
+    """A heading's title as a reader sees it: without a trailing attribute list (``{ #query-parameters }``)."""
+    return _ATTRIBUTES.sub("", raw).strip()
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:

@@ -11,16 +11,11 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from sse_starlette.sse import EventSourceResponse, ServerSentEvent
 
+from ...context import Context
 from ...types import Answer
 from ..app import ServerState
 from ..errors import error_body
-from ..schemas import (
-    AnswerModel,
-    AskRequest,
-    ContextModel,
-    ContextRequest,
-    answer_model,
-)
+from ..schemas import AnswerModel, AskRequest, ContextModel, ContextRequest, answer_model, context_model
 from . import BODY_ERRORS, JsonBodyRoute, ReadIndex, State
 
 router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["answers"])
@@ -29,9 +24,11 @@ END = object()
 
 _STREAM_DOC = {
     200: {
-        "description": "With `stream: false`, the Answer. With `stream: true`, a text/event-stream: `token` events "
-        '(data `{"text": "..."}`) as the answer is generated, then one `answer` event whose data is the Answer '
-        "(citations, context, trace), or an `error` event (data `{\"code\", \"message\"}`) if it fails midway.",
+        "description": "With `stream: false`, the Answer. With `stream: true`, a text/event-stream: first one "
+        '`sources` event (data `{"passages": [...]}`: the numbered passages the answer will cite, as soon as they are '
+        'retrieved), then `token` events (data `{"text": "..."}`) as the answer is generated, then one `answer` event '
+        "whose data is the Answer (citations, context, trace), or an `error` event (data `{\"code\", \"message\"}`) "
+        "if it fails midway. Clients that know only `token` and `answer` may ignore `sources`.",
         "content": {"text/event-stream": {}},
     },
 }
@@ -50,24 +47,29 @@ async def ask(body: AskRequest, index: ReadIndex, state: State) -> Any:
     """Answer a question from the index, citing the passages as [n]. Extractive answers need no
     LLM; the others use the server's LLM, one answer at a time."""
     history = [m.model_dump() for m in body.history] if body.history is not None else None
+    # Before the answer takes a reader: while it holds one, this would wait for a second.
+    shown = await state.run(index.service.display_paths)
     pieces = index.ask_stream(body.question, strategy=body.strategy, k=body.k, budget=body.budget,
-                                      where=body.where, mode=body.mode, history=history)
+                              where=body.where, mode=body.mode, history=history, sources_first=body.stream)
     highlight = index.service.highlighter(body.question)
     first = await first_piece(state, pieces)
     if not body.stream:
         answer = await whole_answer(state, first, pieces)
-        return JSONResponse(answer_model(answer, highlight).model_dump(mode="json"))
-    return EventSourceResponse(_events(state, first, pieces, highlight), ping=15)
+        return JSONResponse(answer_model(answer, highlight, shown).model_dump(mode="json"))
+    return EventSourceResponse(_events(state, first, pieces, highlight, shown), ping=15)
 
 
-async def _events(state: ServerState, first: Any, pieces: Iterator[str | Answer], highlight: Any,
-                  ) -> AsyncIterator[ServerSentEvent]:
+async def _events(state: ServerState, first: Any, pieces: Iterator[str | Context | Answer], highlight: Any,
+                  shown: Any) -> AsyncIterator[ServerSentEvent]:
     piece = first
     try:
         while piece is not END:
-            if isinstance(piece, Answer):
+            if isinstance(piece, Context):  # the sources, before the answer is written
+                passages = context_model(piece, highlight, shown).model_dump(mode="json")["passages"]
+                yield ServerSentEvent(json.dumps({"passages": passages}), event="sources")
+            elif isinstance(piece, Answer):
                 state.metrics.answers.labels(piece.strategy).inc()
-                yield ServerSentEvent(answer_model(piece, highlight).model_dump_json(), event="answer")
+                yield ServerSentEvent(answer_model(piece, highlight, shown).model_dump_json(), event="answer")
             else:
                 yield ServerSentEvent(json.dumps({"text": piece}), event="token")
             try:

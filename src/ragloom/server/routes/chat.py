@@ -100,14 +100,15 @@ async def chat_completions(body: ChatCompletionRequest, index: ReadIndex, state:
     """Answer the last user message with the earlier messages as the conversation, citing passages."""
     question, history = split_messages(body.messages)
     strategy = None if body.model == DEFAULT_MODEL else body.model
+    shown = await state.run(index.service.display_paths)  # before the answer holds a reader
     pieces = index.ask_stream(question, strategy=strategy, history=history)
     first = await first_piece(state, pieces)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
         answer = await whole_answer(state, first, pieces)
-        return JSONResponse(completion(answer, completion_id, created, body.model).model_dump(mode="json"))
-    return EventSourceResponse(_chunks(state, first, pieces, completion_id, created, body.model), ping=15)
+        return JSONResponse(completion(answer, completion_id, created, body.model, shown).model_dump(mode="json"))
+    return EventSourceResponse(_chunks(state, first, pieces, completion_id, created, body.model, shown), ping=15)
 
 
 def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
@@ -130,13 +131,13 @@ def _text(message: ChatMessage) -> str:
     return message.content or ""
 
 
-def completion(answer: Answer, completion_id: str, created: int, model: str) -> ChatCompletion:
+def completion(answer: Answer, completion_id: str, created: int, model: str, shown: Any = str) -> ChatCompletion:
     prompt, completion_tokens = answer.tokens.get("prompt", 0), answer.tokens.get("completion", 0)
     return ChatCompletion(
         id=completion_id, created=created, model=model,
         choices=[ChatChoice(message=ChatChoiceMessage(content=answer.text))],
         usage={"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens},
-        citations=[citation_model(c) for _, c in sorted(answer.citations.items())],
+        citations=[citation_model(c, shown) for _, c in sorted(answer.citations.items())],
     )
 
 
@@ -147,7 +148,7 @@ def _chunk(completion_id: str, created: int, model: str, delta: dict, finish: st
 
 
 async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer], completion_id: str, created: int,
-                  model: str) -> AsyncIterator[ServerSentEvent]:
+                  model: str, shown: Any = str) -> AsyncIterator[ServerSentEvent]:
     piece = first
     streamed: list[str] = []
     yield ServerSentEvent(_chunk(completion_id, created, model, {"role": "assistant", "content": ""}))
@@ -160,7 +161,7 @@ async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer]
                 text = "".join(streamed)
                 if piece.text.startswith(text) and len(piece.text) > len(text):
                     yield ServerSentEvent(_chunk(completion_id, created, model, {"content": piece.text[len(text):]}))
-                citations = [citation_model(c).model_dump(mode="json") for _, c in sorted(piece.citations.items())]
+                citations = [citation_model(c, shown).model_dump(mode="json") for _, c in sorted(piece.citations.items())]
                 yield ServerSentEvent(_chunk(completion_id, created, model, {}, "stop", citations=citations))
             else:
                 streamed.append(piece)

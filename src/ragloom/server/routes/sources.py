@@ -1,4 +1,4 @@
-"""GET /v1/sources and DELETE /v1/sources/{id}."""
+"""GET /v1/sources, GET /v1/sources/{id}/text and DELETE /v1/sources/{id}."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from ..schemas import SourceModel, source_model
+from ..source_view import SourceTextModel, source_view
 from . import ERRORS, ReadIndex, State, WriteIndex
 
 router = APIRouter(prefix="/v1", tags=["sources"])
@@ -19,7 +20,19 @@ class RemovedResponse(BaseModel):
 async def list_sources(index: ReadIndex, state: State) -> list:
     """Every ingested file, with its id (used by DELETE and by MCP's ragloom://source/{id})."""
     records = await state.run(index.sources)
-    return [source_model(record) for record in records]
+    shown = await state.run(index.service.display_paths)
+    return [source_model(record, shown) for record in records]
+
+
+@router.get("/sources/{source_id}/text", response_model=SourceTextModel, responses=ERRORS)
+async def source_text(source_id: str, index: ReadIndex, state: State) -> SourceTextModel:
+    """A source's text as the index holds it (its chunks joined, overlaps once), with where each
+    chunk lies in it: what the page's viewer opens at a cited passage. It is read from the index,
+    never from the file, so it shows only what was ingested, and only the chunks the caller's key
+    may read (a source it may not see is a 404, as one that does not exist)."""
+    record, chunks = await state.run(index.source_text, source_id)
+    shown = await state.run(index.service.display_paths)
+    return source_view(source_model(record, shown), chunks)
 
 
 @router.delete("/sources/{source_id}", response_model=RemovedResponse, responses=ERRORS)

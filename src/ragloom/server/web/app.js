@@ -1,12 +1,15 @@
-// ragloom's search page. Plain JavaScript, no build step. Document text is only ever
-// inserted with textContent (never innerHTML), so a passage cannot inject markup.
-// "Ask" posts to /v1/ask and reads its event stream: the answer grows token by token, then its
-// [n] citations become links to the numbered passages below it. Asking again continues the
-// conversation: the earlier questions and answers go with it as history, so a follow-up such as
-// "when did he die?" is searched with what came before; "New conversation" forgets them.
+// ragloom's search page. Plain JavaScript, no build step. Passages and answers are Markdown:
+// rendered by the vendored marked, then cleaned by the vendored DOMPurify with an allow-list
+// (no scripts, styles, forms, frames, event handlers or images), before they reach the page.
+// "Ask" posts to /v1/ask and reads its event stream: the numbered sources first, then the answer
+// token by token, then the finished answer, whose [n] citations link to the passages below it.
+// Asking again continues the conversation ("New conversation" forgets it). The address bar
+// holds the query (?q=...&do=ask), so a reload or a shared link shows the same thing.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+
+// -- talking to the server ---------------------------------------------------------------------
 
 function apiHeaders(extra = {}) {
   const key = sessionStorage.getItem("ragloom-key");
@@ -35,17 +38,31 @@ async function loadIndexes() {
     $("index").hidden = true;
   }
   loadStatus();
+  loadStrategies();
+}
+
+// fetch, with a network failure (server gone) turned into an error the page can explain.
+async function request(path, options = {}) {
+  try {
+    const response = await fetch(path, { ...options, headers: apiHeaders(options.headers) });
+    $("offline").hidden = true;
+    return response;
+  } catch (cause) {
+    throw Object.assign(new Error("the server is not answering"), { code: "offline", cause });
+  }
+}
+
+async function failure(response) {
+  if (response.status === 401) $("key-box").hidden = false;
+  const body = await response.json().catch(() => ({}));
+  const error = body.error || { code: `http_${response.status}`, message: response.statusText || "request failed" };
+  return Object.assign(new Error(error.message), { code: error.code });
 }
 
 async function api(path, options = {}) {
-  const response = await fetch(path, { ...options, headers: apiHeaders(options.headers) });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    if (response.status === 401) $("key-box").hidden = false;
-    const error = body.error || { code: `http_${response.status}`, message: response.statusText };
-    throw Object.assign(new Error(error.message), { code: error.code });
-  }
-  return body;
+  const response = await request(path, options);
+  if (!response.ok) throw await failure(response);
+  return response.json();
 }
 
 function formatBytes(n) {
@@ -62,25 +79,38 @@ async function loadStatus() {
       `${s.sources} sources · ${s.chunks} chunks · ${s.embedder} · ${formatBytes(s.disk_bytes)}` +
       (s.jobs_pending ? ` · ${s.jobs_pending} ingest running` : "");
   } catch (error) {
-    $("status").textContent = `status unavailable: ${error.message}`;
+    if (error.code === "offline") showError(error);
+    else $("status").textContent = `status unavailable: ${error.message}`;
   }
 }
 
-// The passage as text nodes, with each matched span wrapped in <mark>.
-function highlighted(text, spans) {
-  const fragment = document.createDocumentFragment();
-  let at = 0;
-  for (const [start, end] of spans) {
-    if (start < at) continue;
-    fragment.append(document.createTextNode(text.slice(at, start)));
-    const mark = document.createElement("mark");
-    mark.textContent = text.slice(start, end);
-    fragment.append(mark);
-    at = end;
+// The strategy menu offers what this server can run (GET /v1/models), and says why when that
+// is only the extractive strategy.
+async function loadStrategies() {
+  let names;
+  try {
+    names = (await api(`${indexBase()}/models`)).data.map((m) => m.id).filter((id) => id !== "ragloom");
+  } catch (error) {
+    return;
   }
-  fragment.append(document.createTextNode(text.slice(at)));
-  return fragment;
+  const menu = $("strategy");
+  const chosen = menu.value;
+  const options = [["", "answer: default"], ...names.map((n) => [n, n === "extractive" ? "extractive (no LLM)" : n])];
+  const llmLess = names.length === 1 && names[0] === "extractive";
+  menu.replaceChildren(...(llmLess ? [["extractive", "answer: extractive"]] : options).map(([value, label]) => {
+    const option = el("option", "", label);
+    option.value = value;
+    return option;
+  }));
+  $("strategy-note").hidden = !llmLess;
+  $("strategy-note").textContent = llmLess
+    ? "This server has no LLM, so answers quote the best sentences of the passages (extractive). " +
+      "Configure llm in the server's ragloom.yaml to write answers with standard, attributed or cove."
+    : "";
+  if (names.includes(chosen)) menu.value = chosen;  // what was picked (or linked) before the menu was built
 }
+
+// -- rendering -----------------------------------------------------------------------------------
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -89,26 +119,175 @@ function el(tag, className, text) {
   return node;
 }
 
+const ALLOWED_TAGS = ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "u", "s", "del",
+  "code", "pre", "kbd", "sub", "sup", "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+  "span", "div", "dl", "dt", "dd", "details", "summary", "mark"];
+// A heading's attribute list ({ #id }, {#id .class}) names it; it is not part of its title.
+const HEADING_ATTRIBUTES = /^( {0,3}#{1,6}[ \t].*?)[ \t]*\{:?[ \t]*[#.][^}\n]*\}[ \t]*$/gm;
+// And a link's ([text](url){.internal-link target=_blank}), as MkDocs and kramdown write it.
+const LINK_ATTRIBUTES = /([)\]])\{:?[ \t]*[#.][^{}\n]*\}/g;
+let purifierReady = false;
+let markdown = null;
+
+function setUpPurifier() {
+  if (purifierReady) return;
+  // A remote image would tell its server who reads what: it shows as its description instead.
+  markdown = new window.marked.Marked({ gfm: true, breaks: false,
+    renderer: { image: ({ text: alt }) => escapeHtml(alt || "") } });
+  window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName !== "A") return;
+    const href = node.getAttribute("href") || "";
+    if (!/^(https?:|mailto:)/i.test(href)) node.removeAttribute("href");
+    node.setAttribute("rel", "noopener noreferrer nofollow");
+    node.setAttribute("target", "_blank");
+  });
+  purifierReady = true;
+}
+
+// Markdown (and the HTML in it) as a sanitised fragment; plain text if the renderer is missing.
+function renderMarkdown(text) {
+  const fragment = document.createDocumentFragment();
+  if (!window.marked || !window.DOMPurify) {
+    fragment.append(el("p", "", text));
+    return fragment;
+  }
+  setUpPurifier();
+  const html = markdown.parse(text.replace(HEADING_ATTRIBUTES, "$1").replace(LINK_ATTRIBUTES, "$1"));
+  const clean = window.DOMPurify.sanitize(html, {
+    ALLOWED_TAGS, ALLOWED_ATTR: ["href", "title", "colspan", "rowspan", "align"], RETURN_DOM_FRAGMENT: true,
+  });
+  fragment.append(clean);
+  return fragment;
+}
+
+function escapeHtml(text) {
+  return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// Text nodes of `root` outside links and code, for marking words and linking citations.
+function textNodes(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (node) => (node.parentElement.closest("a, code, pre") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  return nodes;
+}
+
+// Replace the matches of `pattern` in the text of `root` by what `make(match)` builds (or null: keep).
+function replaceInText(root, pattern, make) {
+  for (const node of textNodes(root)) {
+    const text = node.textContent;
+    const fragment = document.createDocumentFragment();
+    let at = 0;
+    for (const match of text.matchAll(pattern)) {
+      const made = make(match);
+      if (!made) continue;
+      fragment.append(document.createTextNode(text.slice(at, match.index)), made);
+      at = match.index + match[0].length;
+    }
+    if (at === 0) continue;
+    fragment.append(document.createTextNode(text.slice(at)));
+    node.replaceWith(fragment);
+  }
+}
+
+// The words the server found matching (character spans of the raw passage), marked in the rendered one.
+function markWords(root, text, spans) {
+  const words = new Set((spans || []).map(([start, end]) => text.slice(start, end).toLowerCase()));
+  if (!words.size) return;
+  replaceInText(root, /[\p{L}\p{N}]+/gu, (match) => (words.has(match[0].toLowerCase()) ? el("mark", "", match[0]) : null));
+}
+
 function renderHit(hit) {
   const item = el("li", "hit");
   item.id = `hit-${hit.rank}`;
   item.dataset.chunkId = hit.chunk_id;
   const head = el("div", "hit-head");
   head.append(el("span", "rank", `#${hit.rank}`));
-  const source = el("span", "source", hit.source.split("/").pop());
-  source.title = hit.source;
+  const source = el("button", "source", hit.display_path || hit.source.split("/").pop());
+  source.type = "button";
+  source.title = `${hit.source} — open it at this passage`;
+  source.addEventListener("click", () => openSource(hit));
   head.append(source);
   const where = [];
-  if (hit.section) where.push(hit.section);
+  if (hit.section) where.push(hit.section.replaceAll(" > ", " › ").replace(/`+|\*\*|__/g, ""));
   if (hit.page !== null && hit.page !== undefined) where.push(`p. ${hit.page}`);
   if (hit.chunk_index !== undefined) where.push(`chunk ${hit.chunk_index}`);
   head.append(el("span", "where", where.join(" · ")));
   head.append(el("span", "score", `score ${hit.score.toFixed(3)}`));
-  const text = el("p", "text");
-  text.append(highlighted(hit.text, hit.highlights || []));
+  const text = el("div", "text md");
+  text.append(renderMarkdown(hit.text));
+  markWords(text, hit.text, hit.highlights);
   item.append(head, text);
   return item;
 }
+
+// -- the source viewer ---------------------------------------------------------------------------
+
+async function openSource(hit) {
+  const viewer = $("viewer");
+  $("viewer-title").textContent = hit.display_path || hit.source;
+  $("viewer-path").textContent = hit.source;
+  $("viewer-text").replaceChildren(el("span", "", "loading…"));
+  if (!viewer.open) viewer.showModal();
+  try {
+    const view = await api(`${indexBase()}/sources/${encodeURIComponent(hit.source_id)}/text`);
+    const chunk = view.chunks.find((c) => c.chunk_id === hit.chunk_id);
+    const body = $("viewer-text");
+    if (!chunk) {
+      body.replaceChildren(document.createTextNode(view.text));
+      return;
+    }
+    const mark = el("mark", "cited-passage", view.text.slice(chunk.start, chunk.end));
+    mark.id = "viewer-target";
+    body.replaceChildren(document.createTextNode(view.text.slice(0, chunk.start)), mark,
+      document.createTextNode(view.text.slice(chunk.end)));
+    mark.scrollIntoView({ block: "center" });
+  } catch (error) {
+    $("viewer-text").replaceChildren(el("span", "error", messageOf(error)));
+  }
+}
+
+// -- states: messages, errors, the address bar ------------------------------------------------
+
+function messageOf(error) {
+  if (error.code === "offline") return "The ragloom server is not answering.";
+  return error.code ? `${error.code}: ${error.message}` : String(error.message || error);
+}
+
+function showError(error) {
+  if (error.code === "offline") {
+    $("offline").hidden = false;
+    $("message").className = "message";
+    $("message").textContent = "";
+    if (!$("answer-text").textContent.trim()) $("answer").hidden = true;
+    return;
+  }
+  $("message").className = "message error";
+  $("message").textContent = messageOf(error);
+}
+
+let lastRun = null;
+
+function remember(kind) {
+  const params = new URLSearchParams({ q: $("query").value });
+  if (kind === "ask") params.set("do", "ask");
+  if ($("mode").value) params.set("mode", $("mode").value);
+  if ($("strategy").value && kind === "ask") params.set("strategy", $("strategy").value);
+  if ($("k").value && $("k").value !== "5") params.set("k", $("k").value);
+  history.replaceState(null, "", `${location.pathname}?${params}`);
+}
+
+function setKind(kind) {
+  for (const [id, active] of [["go", kind === "search"], ["ask", kind === "ask"]]) {
+    $(id).classList.toggle("secondary", !active);
+    $(id).setAttribute("aria-pressed", String(active));
+  }
+  currentKind = kind;
+}
+
+let currentKind = "search";
 
 function formOptions(body) {
   const key = $("api-key").value.trim();
@@ -116,17 +295,18 @@ function formOptions(body) {
   if ($("mode").value) body.mode = $("mode").value;
   if ($("k").value) body.k = Number($("k").value);
   $("message").className = "message";
+  $("offline").hidden = true;
   $("results").replaceChildren();
   return body;
 }
 
-function showError(error) {
-  $("message").className = "message error";
-  $("message").textContent = `${error.code}: ${error.message}`;
-}
+// -- search --------------------------------------------------------------------------------------
 
-async function runSearch(event) {
-  event.preventDefault();
+async function runSearch() {
+  if (!$("search-form").reportValidity()) return;
+  setKind("search");
+  lastRun = runSearch;
+  remember("search");
   const body = formOptions({ query: $("query").value });
   $("answer").hidden = true;
   $("message").textContent = "searching…";
@@ -143,6 +323,8 @@ async function runSearch(event) {
   }
 }
 
+// -- ask -----------------------------------------------------------------------------------------
+
 // Server-Sent Events from a fetch body (EventSource cannot POST): yields {event, data} objects.
 async function* serverSentEvents(response) {
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -150,7 +332,13 @@ async function* serverSentEvents(response) {
   let event = "message";
   let data = [];
   for (;;) {
-    const { value, done } = await reader.read();
+    let chunk;
+    try {
+      chunk = await reader.read();
+    } catch (cause) {
+      throw Object.assign(new Error("the server stopped while answering"), { code: "offline", cause });
+    }
+    const { value, done } = chunk;
     if (done) return;
     buffer += value;
     // A "\r" at the end may be the first half of "\r\n": keep it for the next read.
@@ -179,14 +367,13 @@ function focusPassage(number) {
   target.scrollIntoView({ behavior: "smooth", block: "center" });
 }
 
-// The answer's text with each [n] that cites a passage made a link to it (text nodes only).
-function withCitationLinks(text, numbers, before = null) {
-  const fragment = document.createDocumentFragment();
-  let at = 0;
-  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+// The answer rendered, with each [n] that cites a passage made a link to it.
+function answerWithLinks(text, numbers, before = null) {
+  const holder = el("div");
+  holder.append(renderMarkdown(text));
+  replaceInText(holder, /\[(\d+)\]/g, (match) => {
     const number = Number(match[1]);
-    if (!numbers.has(number)) continue;
-    fragment.append(document.createTextNode(text.slice(at, match.index)));
+    if (!numbers.has(number)) return null;
     const link = el("a", "cite", `[${number}]`);
     link.href = `#hit-${number}`;
     link.dataset.number = String(number);
@@ -195,17 +382,17 @@ function withCitationLinks(text, numbers, before = null) {
       if (before) before();
       focusPassage(number);
     });
-    fragment.append(link);
-    at = match.index + match[0].length;
-  }
-  fragment.append(document.createTextNode(text.slice(at)));
+    return link;
+  });
+  const fragment = document.createDocumentFragment();
+  fragment.append(...holder.childNodes);
   return fragment;
 }
 
 // Earlier turns of the conversation: {question, answer}; their citations stay clickable.
 const turns = [];
 
-function history() {
+function conversationHistory() {
   return turns.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.answer.text }]);
 }
 
@@ -214,9 +401,9 @@ function showTurns() {
   $("turns").replaceChildren(...turns.map((turn, index) => {
     const item = el("li", "turn");
     item.append(el("p", "turn-question", turn.question));
-    const text = el("p", "turn-answer");
+    const text = el("div", "turn-answer md");
     const cited = new Set(turn.answer.citations.map((c) => c.number));
-    text.append(withCitationLinks(turn.answer.text, cited, () => showPassages(turn.answer)));
+    text.append(answerWithLinks(turn.answer.text, cited, () => showPassages(turn.answer)));
     item.append(text);
     item.dataset.turn = String(index + 1);
     return item;
@@ -233,19 +420,23 @@ function newConversation() {
 
 function showAnswer(answer) {
   $("answer-text").classList.remove("streaming");
-  $("answer-text").replaceChildren(withCitationLinks(answer.text, new Set(answer.citations.map((c) => c.number))));
+  $("answer-text").replaceChildren(answerWithLinks(answer.text, new Set(answer.citations.map((c) => c.number))));
   showPassages(answer);
 }
 
-function showPassages(answer) {
-  const cited = new Set(answer.citations.map((c) => c.number));
-  const passages = answer.context ? answer.context.passages : [];
+function renderPassages(passages, cited = new Set()) {
   $("results").replaceChildren(...passages.map((p) => {
     const item = renderHit({ ...p, rank: p.number });
     item.querySelector(".rank").textContent = `[${p.number}]`;
     if (cited.has(p.number)) item.querySelector(".hit-head").append(el("span", "cited-badge", "cited"));
     return item;
   }));
+}
+
+function showPassages(answer) {
+  const cited = new Set(answer.citations.map((c) => c.number));
+  const passages = answer.context ? answer.context.passages : [];
+  renderPassages(passages, cited);
   const meta = [`${answer.strategy}${answer.model ? ` · ${answer.model}` : ""}`,
     `${answer.citations.length} cited of ${passages.length} passages`, `${answer.seconds.toFixed(1)} s`];
   $("answer-meta").textContent = meta.concat(answer.warnings).join(" · ");
@@ -253,10 +444,13 @@ function showPassages(answer) {
 
 async function runAsk() {
   if (!$("search-form").reportValidity()) return;
+  setKind("ask");
+  lastRun = runAsk;
+  remember("ask");
   const question = $("query").value;
   const body = formOptions({ question, stream: true });
   if ($("strategy").value) body.strategy = $("strategy").value;
-  if (turns.length) body.history = history();
+  if (turns.length) body.history = conversationHistory();
   let finished = null;
   $("answer").hidden = false;
   $("answer-text").replaceChildren();
@@ -265,19 +459,16 @@ async function runAsk() {
   $("message").textContent = "answering…";
   $("ask").disabled = true;
   try {
-    const response = await fetch(`${indexBase()}/ask`, {
+    const response = await request(`${indexBase()}/ask`, {
       method: "POST", body: JSON.stringify(body),
-      headers: apiHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+      headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
     });
-    if (!response.ok) {
-      if (response.status === 401) $("key-box").hidden = false;
-      const failed = await response.json().catch(() => ({}));
-      throw failed.error || { code: `http_${response.status}`, message: response.statusText };
-    }
+    if (!response.ok) throw await failure(response);
     for await (const { event, data } of serverSentEvents(response)) {
-      if (event === "token") $("answer-text").append(document.createTextNode(data.text));
+      if (event === "sources") renderPassages(data.passages);
+      else if (event === "token") $("answer-text").append(document.createTextNode(data.text));
       else if (event === "answer") { finished = data; showAnswer(data); }
-      else if (event === "error") throw data;
+      else if (event === "error") throw Object.assign(new Error(data.message), { code: data.code });
     }
     $("message").textContent = "";
     if (finished) {
@@ -293,15 +484,47 @@ async function runAsk() {
   }
 }
 
+// -- start ---------------------------------------------------------------------------------------
+
+// A link with ?q= (and do=ask, mode, strategy, k) runs that query when the page opens.
+function restoreFromAddress(params) {
+  const query = params.get("q");
+  if (params.get("mode")) $("mode").value = params.get("mode");
+  const strategy = params.get("strategy");
+  if (strategy && ![...$("strategy").options].some((o) => o.value === strategy)) {
+    $("strategy").append(Object.assign(el("option", "", strategy), { value: strategy }));  // until the menu loads
+  }
+  if (strategy) $("strategy").value = strategy;
+  if (params.get("k")) $("k").value = params.get("k");
+  setKind(params.get("do") === "ask" ? "ask" : "search");
+  if (!query) return;
+  $("query").value = query;
+  if (currentKind === "ask") runAsk();
+  else runSearch();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
-  $("search-form").addEventListener("submit", runSearch);
+  const linked = new URLSearchParams(location.search);  // read now: a search updates the address
+  $("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();  // Enter runs what the page is doing: a search, or a question
+    if (currentKind === "ask") runAsk();
+    else runSearch();
+  });
+  $("go").addEventListener("click", runSearch);
   $("ask").addEventListener("click", runAsk);
   $("new-conversation").addEventListener("click", newConversation);
-  $("index").addEventListener("change", () => { newConversation(); loadStatus(); });
+  $("viewer-close").addEventListener("click", () => $("viewer").close());
+  $("retry").addEventListener("click", () => {
+    $("offline").hidden = true;
+    loadIndexes();
+    if (lastRun) lastRun();
+  });
+  $("index").addEventListener("change", () => { newConversation(); loadStatus(); loadStrategies(); });
   $("api-key").addEventListener("change", () => {  // a key may see other indexes than no key
     const key = $("api-key").value.trim();
     if (key) sessionStorage.setItem("ragloom-key", key);
     loadIndexes();
   });
   loadIndexes();
+  restoreFromAddress(linked);
 });
