@@ -20,7 +20,7 @@ from .errors import (
 )
 from .generate.conversation import Conversation
 from .index import Index, IngestProgress
-from .types import Answer, Chunk, Citation, Document, Hit, IndexStats, IngestReport, SourceRecord
+from .types import Answer, Chunk, Citation, Citations, Document, Hit, IndexStats, IngestReport, SourceRecord
 
 __version__ = "0.1.0"
 
@@ -28,6 +28,7 @@ __all__ = [
     "Answer",
     "Chunk",
     "Citation",
+    "Citations",
     "Config",
     "ConfigError",
     "Conversation",

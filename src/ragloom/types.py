@@ -138,6 +138,11 @@ class SourceRecord:
     loader: str = ""
     policy: str = ""
 
+    @property
+    def source(self) -> str:
+        """The path, by the name hits and citations give it (``Hit.source``)."""
+        return self.path
+
 
 @dataclass
 class FileFailure:
@@ -221,6 +226,23 @@ class Citation:
                 "score": self.score, "section": self.section, "page": self.page}
 
 
+class Citations(list[Citation]):
+    """An answer's citations, ordered by number: ``for c in answer.citations`` reads them in
+    order; ``answer.citations.by_number(2)`` is the one ``[2]`` in the text points to."""
+
+    def by_number(self, number: int) -> Citation:
+        """The citation numbered ``number``; a KeyError naming the numbers there are if none is."""
+        for citation in self:
+            if citation.number == number:
+                return citation
+        raise KeyError(f"the answer cites no passage [{number}]; it cites {self.numbers or 'none'}")
+
+    @property
+    def numbers(self) -> list[int]:
+        """The cited numbers, in order."""
+        return [c.number for c in self]
+
+
 @dataclass
 class AnswerSentence:
     """One sentence of an answer, the passages it cites, and whether they support it."""
@@ -253,14 +275,15 @@ class AnswerStep:
 class Answer:
     """A generated (or extracted) answer with validated citations.
 
-    ``citations`` holds only the passages the text cites, by number; ``context`` is the
-    numbered context the strategy was given (a ``ragloom.context.Context``).
+    ``citations`` holds only the passages the text cites, ordered by number (look one up with
+    ``citations.by_number(n)``); ``context`` is the numbered context the strategy was given
+    (a ``ragloom.context.Context``).
     """
 
     question: str
     text: str
     strategy: str
-    citations: dict[int, Citation] = field(default_factory=dict)
+    citations: Citations = field(default_factory=Citations)
     sentences: list[AnswerSentence] = field(default_factory=list)
     context: Any = None
     model: str = ""
@@ -275,13 +298,18 @@ class Answer:
         """Sentences the support check found no cited passage for."""
         return [s for s in self.sentences if s.supported is False]
 
+    def __post_init__(self) -> None:
+        # Whatever a strategy passes (a list, a mapping of number to citation), kept ordered by number.
+        cited = self.citations.values() if isinstance(self.citations, dict) else self.citations
+        self.citations = Citations(sorted(cited, key=lambda c: c.number))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "text": self.text,
             "strategy": self.strategy,
             "model": self.model,
-            "citations": [c.to_dict() for _, c in sorted(self.citations.items())],
+            "citations": [c.to_dict() for c in self.citations],
             "sentences": [s.to_dict() for s in self.sentences],
             "unsupported": [s.text for s in self.unsupported],
             "tokens": dict(self.tokens),

@@ -137,9 +137,9 @@ def print_sources(answer: Answer) -> None:
     if answer.citations:
         console.print()
         console.print(Text("Sources", style="bold"))
-    for number, citation in sorted(answer.citations.items()):
+    for citation in answer.citations:
         where = [w for w in (citation.section, f"p. {citation.page}" if citation.page is not None else "") if w]
-        line = Text(f"[{number}] ", style="bold")
+        line = Text(f"[{citation.number}] ", style="bold")
         line.append(display_path(citation.source))
         if where:
             line.append(" — " + ", ".join(where), style="cyan")

@@ -156,6 +156,7 @@ def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int 
 
 
 def ask(services: AnswerServices, question: str, **options: Any) -> Answer:
+    """``ask_stream``'s finished Answer (its keywords are checked there)."""
     answer = None
     for piece in ask_stream(services, question, **options):
         if isinstance(piece, Answer):

@@ -45,8 +45,13 @@ SOURCE_URI = "ragloom://source/{source_id}"
 
 class SourceRef(BaseModel):
     id: str
-    path: str
+    source: str = Field(..., description="the source's path, as hits and citations call it")
+    path: str = Field(..., description="the same as source (the older name, kept for clients that read it)")
     uri: str = Field(..., description="read the whole source with resources/read on this URI")
+
+
+def source_ref(source_id: str, source: str) -> SourceRef:
+    return SourceRef(id=source_id, source=source, path=source, uri=source_uri(source_id))
 
 
 class SearchResult(SearchResponse):
@@ -107,13 +112,11 @@ def build_mcp(service: IndexService, config: Config) -> Any:
         body = SearchRequest(**arguments)
         result = guarded(lambda: service.search(body.query, body.k, where=body.where, mode=body.mode,
                                                 explain=body.explain))
-        refs = {hit.source_id: SourceRef(id=hit.source_id, path=hit.source, uri=source_uri(hit.source_id))
-                for hit in result.hits}
+        refs = {hit.source_id: source_ref(hit.source_id, hit.source) for hit in result.hits}
         return SearchResult(**result.model_dump(), sources=list(refs.values()))
 
     def refs(items: Any) -> list[SourceRef]:
-        unique = {item.source_id: SourceRef(id=item.source_id, path=item.source, uri=source_uri(item.source_id))
-                  for item in items}
+        unique = {item.source_id: source_ref(item.source_id, item.source) for item in items}
         return list(unique.values())
 
     @server.tool(annotations=read_only)

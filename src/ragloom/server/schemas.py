@@ -80,7 +80,10 @@ HitModel = model_from_dataclass(Hit, extra={
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the query's terms")),
 })
-SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={"id": (str, "")})
+# ``source`` is what hits and citations call a source's path; ``path`` (the same) stays for older clients.
+SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={
+    "id": (str, ""), "source": (str, Field("", description="the source's path, as hits and citations name it")),
+})
 FailureModel = model_from_dataclass(FileFailure, name="FileFailure")
 IngestReportModel = model_from_dataclass(
     IngestReport, exclude=("failed",), extra={"failed": (list[FailureModel], Field(default_factory=list))},  # type: ignore[valid-type]
@@ -129,7 +132,7 @@ def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> Base
 
 
 def source_model(record: SourceRecord) -> BaseModel:
-    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path)})
+    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path), "source": record.path})
 
 
 def citation_model(citation: Citation) -> BaseModel:
@@ -155,7 +158,7 @@ def context_model(context: Context, highlight: Callable[[str], list[tuple[int, i
 def answer_model(answer: Answer, highlight: Callable[[str], list[tuple[int, int]]] | None = None) -> BaseModel:
     return AnswerModel.model_validate({
         "question": answer.question, "text": answer.text, "strategy": answer.strategy, "model": answer.model,
-        "citations": [citation_model(c) for _, c in sorted(answer.citations.items())],
+        "citations": [citation_model(c) for c in answer.citations],
         "sentences": [dataclasses.asdict(s) for s in answer.sentences],
         "unsupported": [s.text for s in answer.unsupported],
         "context": context_model(answer.context, highlight) if isinstance(answer.context, Context) else None,

@@ -65,7 +65,8 @@ def test_sources_status_and_audit(served):
         status = client.get("/v1/status").json()
         client.post("/v1/search", json={"query": "audited question about tf2"})
         audit = client.get("/v1/audit", params={"last": 1}).json()
-    assert {Path(s["path"]).name for s in sources} >= {"ros2_communication_guide.md", "motion_planning_primer.pdf"}
+    assert {Path(s["source"]).name for s in sources} >= {"ros2_communication_guide.md", "motion_planning_primer.pdf"}
+    assert all(s["path"] == s["source"] for s in sources)  # the older name, kept for clients that read it
     assert all(re.fullmatch(r"[0-9a-f]{16}", s["id"]) for s in sources)
     assert status["sources"] == len(sources) and status["chunks"] > 0 and status["dimension"] == 384
     assert status["writes_enabled"] is True and status["readers"] == 4
