@@ -16,7 +16,8 @@ from ..types import Answer
 from .shared import console, display_path, err_console, names_of, state
 from .search import snippet
 
-_WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."
+_WHERE_HELP = ("Metadata filter: key=value, key!=v, key<v, key>v, key*=text (contains), key~a,b (one of); "
+               "source=cors.md, source=tutorial/cors.md or source='**/cors.md' (repeatable).")
 
 
 def context_command(

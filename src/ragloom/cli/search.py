@@ -20,7 +20,8 @@ def search_command(
     query: str = typer.Argument(..., help="What to look for, in plain words."),
     k: Optional[int] = typer.Option(None, "-k", "--top-k", help="How many passages to return."),
     where: Optional[list[str]] = typer.Option(
-        None, "--where", "-w", help="Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key~a,b (repeatable)."
+        None, "--where", "-w", help=("Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key*=text (contains), "
+              "key~a,b (one of); source=cors.md, source=tutorial/cors.md or source='**/cors.md' (repeatable).")
     ),
     mode: Optional[str] = typer.Option(
         None, "--mode", "--preset", "-m", "-p",

@@ -103,6 +103,8 @@ class SearchResult:
     elapsed_ms: float = 0.0
     #: The query cache's answer for this search: hit, and the cache's hits, misses, size, capacity.
     cache: dict[str, Any] | None = None
+    #: Filters that match nothing because of how they are written (``filters.filter_warnings``).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {

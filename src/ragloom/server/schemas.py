@@ -192,6 +192,7 @@ _Ordered = StrictStr | StrictInt | StrictFloat
 FilterOperators = with_config(ConfigDict(extra="forbid"))(TypedDict("FilterOperators", {
     "$eq": FilterValue, "$ne": FilterValue, "$in": Annotated[list[FilterValue], Field(min_length=1)],
     "$lt": _Ordered, "$lte": _Ordered, "$gt": _Ordered, "$gte": _Ordered,
+    "$contains": Annotated[StrictStr, Field(min_length=1)],
 }, total=False))
 
 
@@ -229,7 +230,9 @@ class SearchRequest(BaseModel):
     query: str = Field(..., min_length=1, description="what to look for, in plain words")
     k: OptionalInt = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
     where: Filter | None = Field(
-        None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
+        None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}, '
+                    '"source": "tutorial/cors.md"} ($contains: text contains, ignoring case); a key or a '
+                    'type no passage has gives a line in warnings'
     )
     mode: str | None = Field(
         None, description=f"a search preset: {', '.join(registry.names('preset'))}, or one defined under "

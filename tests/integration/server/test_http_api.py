@@ -304,3 +304,16 @@ def test_searches_run_in_parallel_with_an_ingest(served, tmp_path):
             client.post("/v1/ingest", json={"paths": [str(served.docs)]})  # (re)ingest without the bulk folder
         shutil.rmtree(corpus, ignore_errors=True)
         os.sync()
+
+
+def test_filters_name_sources_as_users_do_and_warn_when_they_cannot_match(served):
+    with served.client() as client:
+        named = client.post("/v1/search", json={"query": "nodes", "where": {"source": "**/ros2_*.md"}}).json()
+        misspelt = client.post("/v1/search", json={"query": "nodes", "where": {"sectoin": "Topics"}}).json()
+        asked = client.post("/v1/ask", json={"question": "How do nodes talk?", "strategy": "extractive",
+                                             "where": {"page": {"$gte": "2"}}}).json()
+    assert named["hits"] and all(h["source"].endswith("/ros2_communication_guide.md") for h in named["hits"])
+    assert named["warnings"] == []
+    assert misspelt["hits"] == [] and len(misspelt["warnings"]) == 1
+    assert "'sectoin' is in no passage" in misspelt["warnings"][0] and "did you mean 'section'" in misspelt["warnings"][0]
+    assert any("'page' holds numbers, not text" in w for w in asked["warnings"])
