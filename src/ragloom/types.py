@@ -79,9 +79,22 @@ class Chunk:
         return sha256_hex(source, doc_id, chunk_index, start, end, policy)
 
 
+#: ``Hit.scores`` keys of the two scores that mean the same for every query: the reranking
+#: cross-encoder's probability that the passage is relevant, and the dense cosine similarity.
+PROBABILITY = "rerank_probability"
+COSINE = "dense"
+RELEVANCE_KINDS = {PROBABILITY: "cross-encoder probability", COSINE: "cosine"}
+
+
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage: its text, where it came from, and how well it matched."""
+    """One retrieved passage: its text, where it came from, and how well it matched.
+
+    ``score`` is the fused rank score: it orders the hits of one search (it is min–max
+    normalised per query, so the best hit is often 1.0 whatever it is) and is what
+    ``--explain`` traces. ``relevance`` means the same across queries; ``weak`` marks a
+    hit whose relevance is below the search's threshold (``search.weak_below``).
+    """
 
     chunk_id: str
     text: str
@@ -90,6 +103,21 @@ class Hit:
     source: str
     metadata: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    #: True when ``relevance`` is below the search's weak threshold; None when not judged.
+    weak: bool | None = None
+
+    @property
+    def relevance(self) -> float | None:
+        """A score on the same scale for every query: the cross-encoder's probability that
+        the passage answers the query when a rerank step scored it, else the dense cosine
+        similarity; None when neither was computed (a lexical-only search)."""
+        kind = self.relevance_kind
+        return None if kind is None else self.scores[kind]
+
+    @property
+    def relevance_kind(self) -> str | None:
+        """Which score ``relevance`` is: ``rerank_probability`` or ``dense`` (cosine); None if none."""
+        return next((kind for kind in RELEVANCE_KINDS if kind in self.scores), None)
 
     @property
     def doc_id(self) -> str:
@@ -117,6 +145,9 @@ class Hit:
         return {
             "rank": self.rank,
             "score": self.score,
+            "relevance": self.relevance,
+            "relevance_kind": self.relevance_kind,
+            "weak": self.weak,
             "chunk_id": self.chunk_id,
             "source": self.source,
             "text": self.text,

@@ -51,6 +51,10 @@ def search_command(
         console.print("no passages matched")
         return
     console.print(hits_table(hits, full=full))
+    if any(hit.weak for hit in hits):
+        everything = "every hit is" if all(hit.weak for hit in hits) else "the hits marked weak are"
+        console.print(Text(f"{everything} a weak match (relevance below search.weak_cosine for cos, "
+                           "answer.unanswerable_below for p): probably not about the query", style="yellow"))
 
 
 def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) -> Table:
@@ -72,8 +76,24 @@ def hits_table(hits: list[Hit], full: bool = False, width: int | None = None) ->
         where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
         source = Text(display_path(hit.source))
         source.append("\n" + "\n".join(where), style="dim")
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(hit.text if full else snippet(hit.text)))
+        table.add_row(str(hit.rank), score_cell(hit), source, Text(hit.text if full else snippet(hit.text)))
     return table
+
+
+#: How the terminal names a hit's relevance (``Hit.relevance_kind``).
+_RELEVANCE_LABEL = {"rerank_probability": "p", "dense": "cos"}
+
+
+def score_cell(hit: Hit) -> Text:
+    """The fused rank score (it orders the hits), then the relevance that means the same across
+    queries, named (``cos 0.47``: dense cosine; ``p 0.91``: the cross-encoder's probability),
+    and ``weak`` when it is below the search's threshold, as ``ask`` judges passages."""
+    cell = Text(f"{hit.score:.3f}")
+    if hit.relevance is not None:
+        cell.append(f"\n{_RELEVANCE_LABEL[hit.relevance_kind or '']} {hit.relevance:.2f}", style="dim")
+    if hit.weak:
+        cell.append("\nweak", style="yellow")
+    return cell
 
 
 def snippet(text: str, limit: int = 280) -> str:

@@ -16,7 +16,7 @@ from ..errors import FilterWarning, QueryError, RagloomWarning
 from ..filters import filter_warnings
 from ..stores.base import AuditEntry
 from ..tracing import set_attributes, span
-from .base import QueryPlan, SearchContext, SearchResult
+from .base import QueryPlan, SearchContext, SearchResult, mark_weak
 from .cache import QueryCache
 from .pipeline import Pipeline, build_pipeline
 from .understand import plan_query
@@ -58,6 +58,8 @@ class Searcher:
                 result = SearchResult([], plan)
             else:
                 result = self._cached_run(pipeline, plan)
+                result.hits = mark_weak(result.hits, settings.weak_cosine,
+                                        self.parts.config.answer.unanswerable_below)
             set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         result.warnings = notes

@@ -75,6 +75,10 @@ def source_id(path: str) -> str:
 
 # -- responses derived from the library's types ---------------------------------------------------
 HitModel = model_from_dataclass(Hit, extra={
+    "relevance": (float | None, Field(None, description="the same scale for every query: the cross-encoder's "
+                  "probability when a rerank step scored the hit, else the dense cosine (relevance_kind says which); "
+                  "score is the fused rank score, for ordering")),
+    "relevance_kind": (str | None, Field(None, description="rerank_probability or dense (cosine)")),
     "doc_id": (str, ""), "section": (str, ""), "page": (int | None, None), "chunk_index": (int, 0),
     "source_id": (str, ""),
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
@@ -126,6 +130,7 @@ AnswerModel = model_from_dataclass(
 def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None) -> BaseModel:
     return HitModel.model_validate({
         **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
+        "relevance": hit.relevance, "relevance_kind": hit.relevance_kind,
         "doc_id": hit.doc_id, "section": hit.section, "page": hit.page, "chunk_index": hit.chunk_index,
         "source_id": source_id(hit.source), "highlights": highlights or [],
     })
