@@ -376,6 +376,10 @@ class AnswerConfig(Section):
     max_tokens: int = Field(200, ge=8, description="longest generated answer, in tokens (a small model may "
                             "otherwise repeat itself up to llm.max_tokens)")
     extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
+    extractive_min_relevance: float = Field(
+        0.3, ge=0.0, le=1.0, description="extractive: cross-encoder probability (0..1) the best sentence needs; "
+        "below it the answer is 'The sources do not say.'"
+    )
     unanswerable_below: float = Field(
         0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
         "answer is 'The sources do not say.' without asking the LLM"
