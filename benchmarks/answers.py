@@ -3,6 +3,9 @@
     # SQuAD (the test split: questions of the last 11 articles): first-sentence baseline,
     # extractive, standard and attributed with the default local LLM
     python benchmarks/answers.py squad --limit 200
+    # extractive answers, and the share of "The sources do not say." when each question is
+    # asked of another article (unanswerable) and of its own (answerable)
+    python benchmarks/answers.py squad --limit 0 --runs extractive --unanswerable
     # HyDE, multi-query and corrective RAG vs the plain hybrid pipeline, one run, SciFact test
     python benchmarks/answers.py transforms --limit 100
 
@@ -61,7 +64,7 @@ def squad(args: argparse.Namespace) -> None:
 
         started = time.perf_counter()
         results, recall = evaluate_answers(index, dataset, golds, args.runs, questions=questions, k=args.k,
-                                           progress=progress)
+                                           progress=progress, unanswerable=args.unanswerable)
     print(f"SQuAD-train {args.split} split, {len(questions)} questions (fixed, spread over sorted ids), k={args.k}, "
           f"budget {args.budget} tokens, llm {args.llm or 'default (qwen2.5-coder-0.5b)'}, threads {args.threads}; "
           f"{time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f}")
@@ -122,6 +125,8 @@ def main() -> None:
     sub.choices["squad"].add_argument("-k", type=int, default=5)
     sub.choices["squad"].add_argument("--split", default="test",
                                       help="qrels split: test (report) or train (tune prompts on this)")
+    sub.choices["squad"].add_argument("--unanswerable", action="store_true",
+                                      help="also ask each question over another article only (should say no)")
     sub.choices["squad"].add_argument("--out", default=None, help="also write the results (and examples) as JSON")
     sub.choices["transforms"].add_argument("--modes", nargs="+",
                                            default=["hybrid", "hyde", "multi-query", "corrective"])

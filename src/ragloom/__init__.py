@@ -13,6 +13,7 @@ from .errors import (
     ModelMismatchError,
     QueryError,
     RagloomError,
+    FilterWarning,
     RagloomWarning,
     UnknownComponentError,
     UnknownConfigKeyError,
@@ -20,7 +21,7 @@ from .errors import (
 )
 from .generate.conversation import Conversation
 from .index import Index, IngestProgress
-from .types import Answer, Chunk, Citation, Document, Hit, IndexStats, IngestReport, SourceRecord
+from .types import Answer, Chunk, Citation, Citations, Document, Hit, IndexStats, IngestReport, SourceRecord
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,7 @@ __all__ = [
     "Answer",
     "Chunk",
     "Citation",
+    "Citations",
     "Config",
     "ConfigError",
     "Conversation",
@@ -40,6 +42,7 @@ __all__ = [
     "ModelMismatchError",
     "QueryError",
     "RagloomError",
+    "FilterWarning",
     "RagloomWarning",
     "SourceRecord",
     "UnknownComponentError",

@@ -287,6 +287,12 @@ class SearchConfig(FusionSettings):
     k_min: int = Field(1, ge=1, description="smallest k allowed; smaller values are clamped")
     k_max: int = Field(100, ge=1, description="largest k allowed; larger values are clamped")
     min_score: float | None = Field(None, description="drop hits scoring below this")
+    weak_cosine: float = Field(
+        0.65, ge=-1.0, le=1.0, description="a hit whose dense cosine similarity (its relevance when no rerank "
+        "step scored it) is below this is marked weak; a reranked hit is weak below answer.unanswerable_below, "
+        "the cross-encoder probability under which ask says the sources do not say. Calibrated on SciFact "
+        "(BENCHMARKS.md \"Relevance across queries\")"
+    )
     max_query_chars: int = Field(
         2000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
         "(which also apply server.max_query_chars)"
@@ -377,6 +383,10 @@ class AnswerConfig(Section):
     max_tokens: int = Field(200, ge=8, description="longest generated answer, in tokens (a small model may "
                             "otherwise repeat itself up to llm.max_tokens)")
     extractive_sentences: int = Field(3, ge=1, description="extractive: most sentences in an answer")
+    extractive_min_relevance: float = Field(
+        0.3, ge=0.0, le=1.0, description="extractive: cross-encoder probability (0..1) the best sentence needs; "
+        "below it the answer is 'The sources do not say.'"
+    )
     unanswerable_below: float = Field(
         0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
         "answer is 'The sources do not say.' without asking the LLM"

@@ -173,6 +173,11 @@ class RagloomWarning(UserWarning):
     """Something worth telling the user that did not stop the operation."""
 
 
+class FilterWarning(RagloomWarning):
+    """A search filter that matches nothing because of how it is written (a key no passage
+    has, a value of the wrong type, a source name that names no file)."""
+
+
 class MissingStructureError(RagloomError, LookupError):
     """A search or command needs a derived structure (entity graph, RAPTOR tree) the index lacks."""
 

@@ -19,11 +19,12 @@ from .display import DisplayPaths
 from .embed.base import Embedder
 from .errors import UsageError
 from .generate import answering
-from .generate.conversation import Conversation
+from .generate.conversation import Conversation, HistoryItem
 from .ingest.chunkers.base import Chunker
 from .ingest.loaders import LoaderOptions
 from .ingest.runner import IngestProgress, IngestRunner
 from .models.cross_encoder import shared_cross_encoder
+from .models.llm import LLM
 from .paths import PathPolicy
 from .parts import Parts, check_same_embedder, open_parts, set_aside_index  # noqa: F401 - importable here
 from .retrieve.base import SearchContext, SearchResult
@@ -155,8 +156,14 @@ class Index:
                mode: str | None = None, min_score: float | None = None) -> list[Hit]:
         """The ``k`` passages that best match ``query``, best first.
 
-        ``mode`` names a preset (``dense``, ``lexical``, ``hybrid``, ...); by default the
-        configured ``search.pipeline``, or else the ``search.mode`` preset.
+        Args:
+            query: what to look for, in words (``source:cors.md`` and the like narrow it).
+            k: how many hits (default ``search.k``; clamped to ``search.k_max``).
+            where: a metadata filter, ``{"page": {"$gte": 2}}`` (``ragloom.filters``); a key or a
+                type no stored passage has is warned about (``FilterWarning``).
+            mode: a preset (``dense``, ``lexical``, ``hybrid``, ...); by default the configured
+                ``search.pipeline``, or else the ``search.mode`` preset.
+            min_score: leave out hits whose ``score`` (the fused rank score) is below this.
         """
         return self._searcher.retrieve(query, k, where, mode, min_score, stacklevel=2).hits
 
@@ -183,18 +190,45 @@ class Index:
     # -- answers ------------------------------------------------------------------------------------
     def context(self, question: str, *, budget: int | None = None, k: int | None = None,
                 where: Mapping[str, Any] | None = None, mode: str | None = None) -> Context:
-        """The numbered, token-budgeted context an LLM would get for ``question``."""
+        """The numbered, token-budgeted context an LLM would get for ``question``.
+
+        Args:
+            question: the question the passages are retrieved for.
+            budget: the context's size in tokens (default ``answer.budget``).
+            k: passages to retrieve before the budget is applied (default ``answer.k``).
+            where: a metadata filter, as for ``search``.
+            mode: a search preset (default ``answer.mode``).
+        """
         return answering.context_for(self._answering(), question, budget=budget, k=k, where=where, mode=mode)
 
-    def ask(self, question: str, **options: Any) -> Answer:
-        """Answer ``question`` from the index, citing passages. Options: strategy (auto, extractive,
-        standard, attributed, cove), k, budget, where, mode, llm (an LLM or ``PROVIDER[:MODEL]``),
-        history (the conversation's earlier ``{"role", "content"}`` messages)."""
-        return answering.ask(self._answering(), question, **options)
+    def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, budget: int | None = None,
+            where: Mapping[str, Any] | None = None, mode: str | None = None, llm: LLM | str | None = None,
+            history: Sequence[HistoryItem] | None = None) -> Answer:
+        """Answer ``question`` from the index, citing passages as ``[n]``.
 
-    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
-        """Like ``ask``, yielding the answer's text in pieces as it is generated, then the Answer."""
-        return answering.ask_stream(self._answering(), question, **options)
+        Args:
+            question: what to answer.
+            strategy: ``auto`` (the default ``answer.strategy``), ``extractive``, ``standard``,
+                ``attributed`` or ``cove``.
+            k: passages to retrieve (default ``answer.k``).
+            budget: the context's size in tokens (default ``answer.budget``).
+            where: a metadata filter, as for ``search``.
+            mode: a search preset (default ``answer.mode``).
+            llm: an ``LLM``, or ``PROVIDER[:MODEL]`` / a local model name, over ``llm`` in the config.
+            history: the conversation's earlier ``{"role", "content"}`` messages; the question is
+                made standalone with them before it is searched.
+        """
+        return answering.ask(self._answering(), question, strategy=strategy, k=k, budget=budget, where=where,
+                             mode=mode, llm=llm, history=history)
+
+    def ask_stream(self, question: str, *, strategy: str | None = None, k: int | None = None,
+                   budget: int | None = None, where: Mapping[str, Any] | None = None, mode: str | None = None,
+                   llm: LLM | str | None = None, history: Sequence[HistoryItem] | None = None,
+                   ) -> Iterator[str | Answer]:
+        """Like ``ask`` (the same keywords), yielding the answer's text in pieces as it is
+        generated, then the finished ``Answer``."""
+        return answering.ask_stream(self._answering(), question, strategy=strategy, k=k, budget=budget,
+                                    where=where, mode=mode, llm=llm, history=history)
 
     def conversation(self, **options: Any) -> Conversation:
         """A conversation: each ``ask`` gets the earlier turns as history (follow-ups made standalone)."""

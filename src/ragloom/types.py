@@ -79,9 +79,22 @@ class Chunk:
         return sha256_hex(source, doc_id, chunk_index, start, end, policy)
 
 
+#: ``Hit.scores`` keys of the two scores that mean the same for every query: the reranking
+#: cross-encoder's probability that the passage is relevant, and the dense cosine similarity.
+PROBABILITY = "rerank_probability"
+COSINE = "dense"
+RELEVANCE_KINDS = {PROBABILITY: "cross-encoder probability", COSINE: "cosine"}
+
+
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage: its text, where it came from, and how well it matched."""
+    """One retrieved passage: its text, where it came from, and how well it matched.
+
+    ``score`` is the fused rank score: it orders the hits of one search (it is min–max
+    normalised per query, so the best hit is often 1.0 whatever it is) and is what
+    ``--explain`` traces. ``relevance`` means the same across queries; ``weak`` marks a
+    hit whose relevance is below the search's threshold (``search.weak_below``).
+    """
 
     chunk_id: str
     text: str
@@ -90,6 +103,21 @@ class Hit:
     source: str
     metadata: dict[str, Any] = field(default_factory=dict)
     scores: dict[str, float] = field(default_factory=dict)
+    #: True when ``relevance`` is below the search's weak threshold; None when not judged.
+    weak: bool | None = None
+
+    @property
+    def relevance(self) -> float | None:
+        """A score on the same scale for every query: the cross-encoder's probability that
+        the passage answers the query when a rerank step scored it, else the dense cosine
+        similarity; None when neither was computed (a lexical-only search)."""
+        kind = self.relevance_kind
+        return None if kind is None else self.scores[kind]
+
+    @property
+    def relevance_kind(self) -> str | None:
+        """Which score ``relevance`` is: ``rerank_probability`` or ``dense`` (cosine); None if none."""
+        return next((kind for kind in RELEVANCE_KINDS if kind in self.scores), None)
 
     @property
     def doc_id(self) -> str:
@@ -117,6 +145,9 @@ class Hit:
         return {
             "rank": self.rank,
             "score": self.score,
+            "relevance": self.relevance,
+            "relevance_kind": self.relevance_kind,
+            "weak": self.weak,
             "chunk_id": self.chunk_id,
             "source": self.source,
             "text": self.text,
@@ -137,6 +168,11 @@ class SourceRecord:
     ingested_at: float
     loader: str = ""
     policy: str = ""
+
+    @property
+    def source(self) -> str:
+        """The path, by the name hits and citations give it (``Hit.source``)."""
+        return self.path
 
 
 @dataclass
@@ -221,6 +257,23 @@ class Citation:
                 "score": self.score, "section": self.section, "page": self.page}
 
 
+class Citations(list[Citation]):
+    """An answer's citations, ordered by number: ``for c in answer.citations`` reads them in
+    order; ``answer.citations.by_number(2)`` is the one ``[2]`` in the text points to."""
+
+    def by_number(self, number: int) -> Citation:
+        """The citation numbered ``number``; a KeyError naming the numbers there are if none is."""
+        for citation in self:
+            if citation.number == number:
+                return citation
+        raise KeyError(f"the answer cites no passage [{number}]; it cites {self.numbers or 'none'}")
+
+    @property
+    def numbers(self) -> list[int]:
+        """The cited numbers, in order."""
+        return [c.number for c in self]
+
+
 @dataclass
 class AnswerSentence:
     """One sentence of an answer, the passages it cites, and whether they support it."""
@@ -253,14 +306,15 @@ class AnswerStep:
 class Answer:
     """A generated (or extracted) answer with validated citations.
 
-    ``citations`` holds only the passages the text cites, by number; ``context`` is the
-    numbered context the strategy was given (a ``ragloom.context.Context``).
+    ``citations`` holds only the passages the text cites, ordered by number (look one up with
+    ``citations.by_number(n)``); ``context`` is the numbered context the strategy was given
+    (a ``ragloom.context.Context``).
     """
 
     question: str
     text: str
     strategy: str
-    citations: dict[int, Citation] = field(default_factory=dict)
+    citations: Citations = field(default_factory=Citations)
     sentences: list[AnswerSentence] = field(default_factory=list)
     context: Any = None
     model: str = ""
@@ -275,13 +329,18 @@ class Answer:
         """Sentences the support check found no cited passage for."""
         return [s for s in self.sentences if s.supported is False]
 
+    def __post_init__(self) -> None:
+        # Whatever a strategy passes (a list, a mapping of number to citation), kept ordered by number.
+        cited = self.citations.values() if isinstance(self.citations, dict) else self.citations
+        self.citations = Citations(sorted(cited, key=lambda c: c.number))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "text": self.text,
             "strategy": self.strategy,
             "model": self.model,
-            "citations": [c.to_dict() for _, c in sorted(self.citations.items())],
+            "citations": [c.to_dict() for c in self.citations],
             "sentences": [s.to_dict() for s in self.sentences],
             "unsupported": [s.text for s in self.unsupported],
             "tokens": dict(self.tokens),

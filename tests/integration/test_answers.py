@@ -35,11 +35,11 @@ def test_extractive_answer_quotes_and_cites_the_passages(index: Index) -> None:
     for sentence in answer.sentences:
         (number,) = sentence.citations
         quoted = sentence.text.rsplit(" [", 1)[0]
-        passage = " ".join(answer.citations[number].text.split())
+        passage = " ".join(answer.citations.by_number(number).text.split())
         assert quoted in passage  # verbatim from the passage it cites
         assert sentence.supported is True
     numbers = {p.number: p.hit.chunk_id for p in answer.context.passages}
-    assert all(c.chunk_id == numbers[n] for n, c in answer.citations.items())
+    assert all(c.chunk_id == numbers[c.number] for c in answer.citations)
     assert [step.name for step in answer.trace] == ["retrieve", "context", "score sentences"]
 
 
@@ -68,7 +68,7 @@ def test_standard_strategy_streams_real_tokens_from_the_local_model(index: Index
     assert isinstance(answer, Answer) and len(pieces) > 2
     assert answer.model == "llamacpp:SmolLM2-135M-Instruct.Q4_1"
     assert answer.tokens["prompt"] > 0 and answer.tokens["completion"] > 0 and answer.tokens["context"] <= 250
-    assert set(answer.citations) <= set(answer.context.numbers)  # never a passage that was not retrieved
+    assert set(answer.citations.numbers) <= set(answer.context.numbers)  # never a passage that was not retrieved
     assert {"retrieve", "context", "relevance gate", "generate"} <= {step.name for step in answer.trace}
 
 
@@ -222,3 +222,22 @@ def test_eval_answers_mode_scores_a_qa_dataset(tmp_path, python_bin: str) -> Non
     runs = {r["run"]: r for r in report["runs"]}
     assert runs["extractive"]["contains"] == 1.0 and runs["extractive"]["questions"] == 2
     assert runs["first-sentence"]["contains"] == 0.0  # the first sentences do not hold the answers
+
+
+# -- the Python API (issue 25, finding 8) -----------------------------------------------------------
+
+def test_citations_are_a_list_ordered_by_number_with_a_lookup(index: Index) -> None:
+    answer = index.ask("How do ROS 2 nodes communicate? What does DDS handle?", strategy="extractive")
+    numbers = [c.number for c in answer.citations]  # iterating yields citations, not numbers
+    assert numbers and numbers == sorted(numbers) == answer.citations.numbers
+    assert all(answer.citations.by_number(c.number) is c for c in answer.citations)
+    assert answer.to_dict()["citations"] == [c.to_dict() for c in answer.citations]
+    with pytest.raises(KeyError, match=r"no passage \[99\]"):
+        answer.citations.by_number(99)
+
+
+@pytest.mark.parametrize("method", ["ask", "ask_stream", "context", "search"])
+def test_a_misspelt_keyword_is_a_type_error_naming_the_method_called(index: Index, method: str) -> None:
+    with pytest.raises(TypeError, match=rf"Index\.{method}\(\) got an unexpected keyword argument 'wehre'"):
+        result = getattr(index, method)("What does DDS handle?", wehre={"page": 1})
+        list(result) if method == "ask_stream" else None

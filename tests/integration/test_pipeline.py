@@ -146,3 +146,20 @@ def test_hybrid_options_override_config(index: Index) -> None:
         expected = (bm25[hit.chunk_id] - low) / (high - low) if hit.chunk_id in bm25 else 0.0
         assert hit.score == pytest.approx(expected, abs=1e-6)
     assert plain[0].scores["dense"] > 0  # the default blend uses the dense side too
+
+
+# -- relevance across queries (issue 25, finding 3) -----------------------------------------------
+
+def test_relevance_means_the_same_across_queries_where_the_fused_score_does_not(tmp_path, embedder, sample_docs):
+    with Index.open(tmp_path / "index", embedder=embedder) as index:
+        index.ingest(sample_docs)
+        for mode in ("hybrid", "precise"):
+            related = index.search("how do ROS 2 nodes communicate?", k=3, mode=mode)
+            unrelated = index.search("banana bread recipe", k=3, mode=mode)
+            # The rank score of the best hit is high whatever it is; relevance tells them apart.
+            assert related[0].score > 0.7 and unrelated[0].score > 0.7
+            assert related[0].relevance > unrelated[0].relevance + 0.3
+            assert not related[0].weak and all(h.weak for h in unrelated)
+            assert related[0].relevance_kind == unrelated[0].relevance_kind == (
+                "dense" if mode == "hybrid" else "rerank_probability")
+        assert index.search("nodes", k=1, mode="lexical")[0].weak is None  # no relevance to judge

@@ -18,7 +18,8 @@ from ..types import Answer
 from .render import WrappedStream, indented, snippet
 from .shared import console, err_console, names_of, state
 
-_WHERE_HELP = "Metadata filter: key=value, key!=v, key<v, key>v, key~a,b (repeatable)."
+_WHERE_HELP = ("Metadata filter: key=value, key!=v, key<v, key>v, key*=text (contains), key~a,b (one of); "
+               "source=cors.md, source=tutorial/cors.md or source='**/cors.md' (repeatable).")
 
 
 def context_command(
@@ -160,10 +161,10 @@ def print_sources(answer: Answer, shown: Callable[[str], str] = distinguishable,
     if answer.citations:
         console.print()
         console.print(Text("Sources", style="bold"))
-    for number, citation in sorted(answer.citations.items()):
+    for citation in answer.citations:
         where = [w for w in (inline_plain(citation.section).replace(" > ", " › "),
                              f"p. {citation.page}" if citation.page is not None else "") if w]
-        line = Text(f"[{number}] ", style="bold")
+        line = Text(f"[{citation.number}] ", style="bold")
         line.append(shown(citation.source))
         if where:
             line.append(" — " + ", ".join(where), style="cyan")

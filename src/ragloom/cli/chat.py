@@ -50,7 +50,7 @@ def chat_command(
             if answer is not None:
                 print_answer(answer, streamed, sources=False)
                 if answer.citations:
-                    numbers = ", ".join(f"[{n}]" for n in sorted(answer.citations))
+                    numbers = ", ".join(f"[{n}]" for n in answer.citations.numbers)
                     console.print(Text(f"sources {numbers}: /sources to list them", style="dim"), highlight=False)
 
 

@@ -37,7 +37,10 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
     snippet, wrapped between words and indented."""
     head = Text(no_wrap=True, overflow="ellipsis", end="")
     head.append(f"{hit.rank:>2}  ", style="bold")
-    head.append(f"{hit.score:.3f}  ", style="dim")
+    relevance = relevance_label(hit)  # what means the same across queries, when the hit has it
+    head.append(f"{relevance or f'{hit.score:.3f}'}  ", style="dim")
+    if hit.weak:
+        head.append("weak  ", style="yellow")
     room = width - len(head)
     if len(shown_path) > room:  # the file's name matters most: cut the path's start
         shown_path = "…" + shown_path[-(room - 1):]
@@ -52,6 +55,17 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
         passage.stylize(MATCH_STYLE, start, end)
     head.truncate(width, overflow="ellipsis")
     return [head, *indented(passage, width)]
+
+
+#: How the terminal names a hit's relevance (``Hit.relevance_kind``).
+RELEVANCE_LABEL = {"rerank_probability": "p", "dense": "cos"}
+
+
+def relevance_label(hit: Hit) -> str | None:
+    """``cos 0.47`` (the dense cosine) or ``p 0.91`` (the cross-encoder's probability), or None."""
+    if hit.relevance is None:
+        return None
+    return f"{RELEVANCE_LABEL.get(hit.relevance_kind or '', '')} {hit.relevance:.2f}".strip()
 
 
 def indented(text: Text, width: int) -> list[Text]:

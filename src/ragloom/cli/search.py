@@ -14,7 +14,7 @@ from ..filters import parse_cli_filters
 from ..ingest.files import distinguishable
 from ..markup import inline_plain, plain_text
 from ..types import Hit
-from .render import print_hits, snippet
+from .render import print_hits, relevance_label, snippet
 from .shared import console, names_of, state
 
 
@@ -23,7 +23,8 @@ def search_command(
     query: str = typer.Argument(..., help="What to look for, in plain words."),
     k: Optional[int] = typer.Option(None, "-k", "--top-k", help="How many passages to return."),
     where: Optional[list[str]] = typer.Option(
-        None, "--where", "-w", help="Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key~a,b (repeatable)."
+        None, "--where", "-w", help=("Metadata filter: key=value, key!=v, key<v, key<=v, key>v, key>=v, key*=text (contains), "
+              "key~a,b (one of); source=cors.md, source=tutorial/cors.md or source='**/cors.md' (repeatable).")
     ),
     mode: Optional[str] = typer.Option(
         None, "--mode", "--preset", "-m", "-p",
@@ -67,6 +68,10 @@ def search_command(
         console.print(hits_table(hits, full=full, shown=shown, raw=raw))
     else:
         print_hits(console, hits, shown, query_matcher(query), raw=raw, full=full)
+    if any(hit.weak for hit in hits):
+        everything = "every hit is" if all(hit.weak for hit in hits) else "the hits marked weak are"
+        console.print(Text(f"{everything} a weak match (relevance below search.weak_cosine for cos, "
+                           "answer.unanswerable_below for p): probably not about the query", style="yellow"))
 
 
 def query_matcher(query: str):  # noqa: ANN201 - text -> matched (start, end) spans
@@ -98,8 +103,20 @@ def hits_table(hits: list[Hit], full: bool = False, width: int | None = None, sh
         source = Text(shown(hit.source))
         source.append("\n" + "\n".join(where), style="dim")
         body = hit.text if raw else plain_text(hit.text)
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", source, Text(body if full else snippet(body)))
+        table.add_row(str(hit.rank), score_cell(hit), source, Text(body if full else snippet(body)))
     return table
+
+
+def score_cell(hit: Hit) -> Text:
+    """The fused rank score (it orders the hits), then the relevance that means the same across
+    queries, named (``cos 0.47``: dense cosine; ``p 0.91``: the cross-encoder's probability),
+    and ``weak`` when it is below the search's threshold, as ``ask`` judges passages."""
+    cell = Text(f"{hit.score:.3f}")
+    if hit.relevance is not None:
+        cell.append(f"\n{relevance_label(hit)}", style="dim")
+    if hit.weak:
+        cell.append("\nweak", style="yellow")
+    return cell
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,11 @@ support check accepted (ALCE-style, with ragloom's own checker).
 
 A run is an answer strategy, or ``first-sentence``: the first sentence of the top
 passage, the baseline an extractive answer must beat.
+
+Unanswerable questions are made from the same ones: each question is asked again with the
+search limited (a ``title`` filter) to another article of the split, whose passages do not
+answer it. The share answered "The sources do not say." is what an answer strategy should
+push up there, without pushing up the same share on the answerable questions.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import sentences
+from ..generate.prompts import NO_ANSWER
 from ..types import Answer
 from .beir import BeirDataset, DatasetError, iter_jsonl
 
@@ -104,6 +110,10 @@ class AnswerRun:
     sentences: int = 0
     supported: int = 0
     warnings: int = 0
+    #: 1.0 where the answer was "The sources do not say." (answerable questions).
+    refused: dict[str, float] = field(default_factory=dict)
+    #: The same, with the question asked of another article (it should be 1.0 there).
+    refused_elsewhere: dict[str, float] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
@@ -118,6 +128,8 @@ class AnswerRun:
             "cite R": self.recall_hits / self.recall_total if self.recall_total else None,
             "supported": self.supported / self.sentences if self.sentences else None,
             "warnings": self.warnings,
+            "no answer": _mean(self.refused) if self.refused else None,
+            "no answer, other article": _mean(self.refused_elsewhere) if self.refused_elsewhere else None,
         }
 
 
@@ -143,11 +155,14 @@ def evaluate_answers(
     k: int = 5,
     options: Mapping[str, Any] | None = None,
     progress: Callable[[str, str], None] | None = None,
+    unanswerable: bool = False,
 ) -> tuple[list[AnswerRun], float]:
     """Score each run on each question (interleaved, so machine load hits all runs alike);
-    also return retrieval Recall@k of the gold passage."""
+    also return retrieval Recall@k of the gold passage. With ``unanswerable``, each strategy
+    is also asked each question over another article only (``other_articles``)."""
     qids = list(questions or [q for q in dataset.queries if q in golds])
     results = [AnswerRun(name) for name in runs]
+    elsewhere = other_articles(dataset, qids) if unanswerable else {}
     found = 0
     for qid in qids:
         question, gold = dataset.queries[qid], golds.get(qid, [])
@@ -162,9 +177,24 @@ def evaluate_answers(
                 answer = index.ask(question, strategy=result.name, k=k, **(options or {}))
                 text = answer.text
             score(result, qid, question, text, gold, answer, time.perf_counter() - started)
+            if answer is not None and qid in elsewhere:
+                other = index.ask(question, strategy=result.name, k=k, where={"title": elsewhere[qid]},
+                                  **(options or {}))
+                result.refused_elsewhere[qid] = float(other.text.strip() == NO_ANSWER)
             if progress:
                 progress(result.name, qid)
     return results, found / len(qids) if qids else 0.0
+
+
+def other_articles(dataset: BeirDataset, qids: Sequence[str]) -> dict[str, str]:
+    """For each question, the title of another article of the split (the next one in sorted
+    order), whose passages do not answer it. Corpus ids are ``<Article_Title>_<paragraph>``."""
+    article = {qid: next(iter(dataset.qrels[qid])).rsplit("_", 1)[0] for qid in qids if dataset.qrels.get(qid)}
+    titles = sorted(set(article.values()))
+    if len(titles) < 2:
+        raise DatasetError("unanswerable questions need questions from at least two articles")
+    following = {title: titles[(i + 1) % len(titles)] for i, title in enumerate(titles)}
+    return {qid: following[title].replace("_", " ") for qid, title in article.items()}
 
 
 def score(result: AnswerRun, qid: str, question: str, text: str, gold: list[str], answer: Answer | None,
@@ -172,6 +202,8 @@ def score(result: AnswerRun, qid: str, question: str, text: str, gold: list[str]
     plain = answer_text(text)
     result.em[qid], result.f1[qid] = exact_match(plain, gold), token_f1(plain, gold)
     result.contains[qid], result.seconds[qid] = contains(plain, gold), seconds
+    if answer is not None:
+        result.refused[qid] = float(text.strip() == NO_ANSWER)
     if len(result.examples) < 5:
         result.examples.append({"_id": qid, "question": question, "answer": text, "gold": gold})
     if answer is None:
@@ -180,7 +212,7 @@ def score(result: AnswerRun, qid: str, question: str, text: str, gold: list[str]
     result.warnings += bool(answer.warnings and answer.strategy != "extractive")
     passages = answer.context.passages if answer.context is not None else []
     with_answer = {p.number for p in passages if contains(p.text, gold)}
-    cited = set(answer.citations)
+    cited = set(answer.citations.numbers)
     result.cited += len(cited)
     result.cited_with_answer += len(cited & with_answer)
     if with_answer:
@@ -195,7 +227,7 @@ def table(results: Sequence[AnswerRun], recall: float, k: int) -> str:
     """A Markdown table of the runs, with retrieval Recall@k in the caption."""
     rows = [r.row() for r in results]
     heads = ["run", "questions", "EM", "F1", "contains", "s/answer", "s p50", "tokens/s", "cite P", "cite R",
-             "supported", "warnings"]
+             "supported", "warnings", "no answer", "no answer, other article"]
     lines = [f"retrieval Recall@{k} of the gold passage: {recall:.3f}", "",
              "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
     for row in rows:

@@ -154,13 +154,14 @@ def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int 
     return AnswerRequest(
         question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
         count_tokens=count, llm=llm, scorer=lambda: scorer(services), support=lambda: support_checker(services),
-        trace=trace,
+        trace=trace, warnings=list(result.warnings),
         # Chain-of-verification retrieves again for each of its questions, on half the budget.
         search=lambda q: build_context(services.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
     )
 
 
 def ask(services: AnswerServices, question: str, **options: Any) -> Answer:
+    """``ask_stream``'s finished Answer (its keywords are checked there)."""
     answer = None
     for piece in ask_stream(services, question, **options):
         if isinstance(piece, Answer):

@@ -11,7 +11,7 @@ the pipeline, not the stage, records the trace.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..filters import Condition
 from ..stores.base import Candidate
-from ..types import Chunk, Hit
+from ..types import COSINE, PROBABILITY, Chunk, Hit
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -103,6 +103,8 @@ class SearchResult:
     elapsed_ms: float = 0.0
     #: The query cache's answer for this search: hit, and the cache's hits, misses, size, capacity.
     cache: dict[str, Any] | None = None
+    #: Filters that match nothing because of how they are written (``filters.filter_warnings``).
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -234,3 +236,15 @@ def ranked(hits: Sequence[Hit]) -> list[Hit]:
 
     ordered = sorted(hits, key=lambda h: (-h.score, h.chunk_id))
     return [replace(hit, rank=rank) for rank, hit in enumerate(ordered, start=1)]
+
+
+def mark_weak(hits: Sequence[Hit], cosine_below: float, probability_below: float) -> list[Hit]:
+    """Each hit with ``weak`` set: its relevance is under the threshold for its kind (a
+    cross-encoder probability or a cosine); None when it has no relevance to judge."""
+    floors = {PROBABILITY: probability_below, COSINE: cosine_below}
+    out = []
+    for hit in hits:
+        kind = hit.relevance_kind
+        weak = None if kind is None else bool(hit.scores[kind] < floors[kind])
+        out.append(hit if hit.weak is weak else replace(hit, weak=weak))
+    return out

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import registry
-from ..errors import QueryError, RagloomWarning
 from ..audit import CALLER
-from ..filters import parse_where
+from ..errors import FilterWarning, QueryError, RagloomWarning
+from ..filters import filter_warnings, parse_where
 from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
-from .base import QueryPlan, SearchContext, SearchResult
+from .base import QueryPlan, SearchContext, SearchResult, mark_weak
 from .cache import QueryCache
 from .pipeline import Pipeline, build_pipeline
 from .understand import plan_query
@@ -34,6 +34,7 @@ class Searcher:
         self._pipelines: dict[str, Pipeline] = {}
         self._cache = QueryCache(parts.config.search.cache)
         self._warned_read_only = False
+        self._kinds: tuple[object, dict[str, frozenset[str]]] | None = None
 
     def retrieve(
         self, query: str, k: int | None, where: Mapping[str, Any] | None, mode: str | None,
@@ -44,9 +45,13 @@ class Searcher:
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
-        # A source: operator names only sources the filter lets through (a server ANDs a key's filter).
-        plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings,
-                          lambda: [r.path for r in sources_matching(store, parse_where(where))])
+        # A source: operator names only sources the filter lets through (a server ANDs a key's filter),
+        # and so do the warnings about source names that match nothing.
+        sources = _Once(lambda: [r.path for r in sources_matching(store, parse_where(where))])
+        plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
+        notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
+        for note in notes:
+            warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
             if store.count() == 0:
                 warnings.warn(
@@ -56,11 +61,23 @@ class Searcher:
                 result = SearchResult([], plan)
             else:
                 result = self._cached_run(pipeline, plan)
+                result.hits = mark_weak(result.hits, settings.weak_cosine,
+                                        self.parts.config.answer.unanswerable_below)
             set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000
+        result.warnings = notes
         if self.parts.config.audit.enabled:
             self._audit(result, k, pipeline, stacklevel + 1)
         return result
+
+    def filter_warnings(self, plan: QueryPlan, sources: Callable[[], list[str]]) -> list[str]:
+        """What the plan's filters cannot match, from the kinds of metadata the index holds
+        (read once per write: the store's generation and count key it)."""
+        store = self.parts.store
+        key = (store.generation(), store.count())
+        if self._kinds is None or self._kinds[0] != key:
+            self._kinds = (key, store.metadata_kinds())
+        return filter_warnings(plan.conditions, self._kinds[1], sources())
 
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
         settings = self.parts.config.search
@@ -125,3 +142,16 @@ class Searcher:
             hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in result.hits],
             elapsed_ms=result.elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
         ))
+
+
+class _Once:
+    """A callable that computes its value on the first call only (the list of sources, which
+    both source filters and their warnings may need)."""
+
+    def __init__(self, compute: Callable[[], list[str]]) -> None:
+        self._compute, self._value = compute, None
+
+    def __call__(self) -> list[str]:
+        if self._value is None:
+            self._value = self._compute()
+        return self._value

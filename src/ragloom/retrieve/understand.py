@@ -22,7 +22,7 @@ from typing import Any
 
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
 from ..errors import QueryTooLongError
-from ..filters import Condition, parse_where
+from ..filters import Condition, names_source, parse_where, resolve_sources
 from .base import QueryPlan
 
 _OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
@@ -89,7 +89,7 @@ def plan_query(
         merged[key] = {**merged[key], **spec} if isinstance(merged.get(key), dict) else merged.get(key, spec)
     return QueryPlan(
         text=understood.text, original=query, k=k,
-        conditions=tuple(parse_where(where)) + tuple(understood.conditions), where=merged,
+        conditions=tuple(resolve_sources(parse_where(where), sources)) + tuple(understood.conditions), where=merged,
         phrases=tuple(understood.phrases), required_phrases=tuple(understood.required_phrases), hints=understood.hints, notes=tuple(understood.notes),
         min_score=settings.min_score if min_score is None else min_score, preset=preset,
     )
@@ -122,7 +122,7 @@ def _operators(query: str, settings: UnderstandConfig, sources: Callable[[], Seq
 
 def _operator_condition(rule: OperatorRule, value: str, sources: Callable[[], Sequence[str]]) -> Condition | None:
     if rule.op == "source":
-        matching = sorted(path for path in sources() if _names_source(path, value))
+        matching = sorted(path for path in sources() if names_source(path, value))
         return Condition(rule.field, "$in", tuple(matching)) if matching else Condition(rule.field, "$eq", value)
     if rule.value_type == "date":
         if not _DATE.match(value) or not _valid_date(value):
@@ -134,16 +134,6 @@ def _operator_condition(rule: OperatorRule, value: str, sources: Callable[[], Se
         except ValueError:
             return None
     return Condition(rule.field, rule.op, value)
-
-
-def _names_source(path: str, value: str) -> bool:
-    """``guide.md`` names ``/docs/guide.md``; globs (``docs/*.md``) match the path's tail."""
-    normal = path.replace("\\", "/")
-    if normal == value or normal.endswith("/" + value.lstrip("/")):
-        return True
-    return any(ch in value for ch in "*?[") and (
-        fnmatch.fnmatch(normal, value) or fnmatch.fnmatch(normal, "*/" + value.lstrip("/"))
-    )
 
 
 def _valid_date(value: str) -> bool:

@@ -60,8 +60,13 @@ _INDEX_DESCRIPTION = "the index to use (default: the server's first); one of tho
 
 class SourceRef(BaseModel):
     id: str
-    path: str
+    source: str = Field(..., description="the source's path, as hits and citations call it")
+    path: str = Field(..., description="the same as source (the older name, kept for clients that read it)")
     uri: str = Field(..., description="read the whole source with resources/read on this URI")
+
+
+def source_ref(source_id: str, source: str, uri: str | None = None) -> SourceRef:
+    return SourceRef(id=source_id, source=source, path=source, uri=uri or source_uri(source_id))
 
 
 class SearchResult(SearchResponse):
@@ -194,7 +199,7 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
         return SearchResult(**result.model_dump(), sources=refs(result.hits, scoped.name))
 
     def refs(items: Any, index: str) -> list[SourceRef]:
-        unique = {item.source_id: SourceRef(id=item.source_id, path=item.source, uri=door.uri(item.source_id, index))
+        unique = {item.source_id: source_ref(item.source_id, item.source, door.uri(item.source_id, index))
                   for item in items}
         return list(unique.values())
 

@@ -81,12 +81,20 @@ _DISPLAY_PATH = (str, Field("", description="the source's path relative to the f
 Shown = Callable[[str], str]
 
 HitModel = model_from_dataclass(Hit, extra={
+    "relevance": (float | None, Field(None, description="the same scale for every query: the cross-encoder's "
+                  "probability when a rerank step scored the hit, else the dense cosine (relevance_kind says which); "
+                  "score is the fused rank score, for ordering")),
+    "relevance_kind": (str | None, Field(None, description="rerank_probability or dense (cosine)")),
     "doc_id": (str, ""), "section": (str, ""), "page": (int | None, None), "chunk_index": (int, 0),
     "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the query's terms")),
 })
-SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={"id": (str, ""), "display_path": _DISPLAY_PATH})
+# ``source`` is what hits and citations call a source's path; ``path`` (the same) stays for older clients.
+SourceModel = model_from_dataclass(SourceRecord, name="Source", extra={
+    "id": (str, ""), "source": (str, Field("", description="the source's path, as hits and citations name it")),
+    "display_path": _DISPLAY_PATH,
+})
 FailureModel = model_from_dataclass(FileFailure, name="FileFailure")
 IngestReportModel = model_from_dataclass(
     IngestReport, exclude=("failed",), extra={"failed": (list[FailureModel], Field(default_factory=list))},  # type: ignore[valid-type]
@@ -135,13 +143,14 @@ def _same(path: str) -> str:
 def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None, shown: Shown = _same) -> BaseModel:
     return HitModel.model_validate({
         **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
+        "relevance": hit.relevance, "relevance_kind": hit.relevance_kind,
         "doc_id": hit.doc_id, "section": hit.section, "page": hit.page, "chunk_index": hit.chunk_index,
         "source_id": source_id(hit.source), "display_path": shown(hit.source), "highlights": highlights or [],
     })
 
 
 def source_model(record: SourceRecord, shown: Shown = _same) -> BaseModel:
-    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path),
+    return SourceModel.model_validate({**dataclasses.asdict(record), "id": source_id(record.path), "source": record.path,
                                        "display_path": shown(record.path)})
 
 
@@ -173,7 +182,7 @@ def answer_model(answer: Answer, highlight: Callable[[str], list[tuple[int, int]
                  shown: Shown = _same) -> BaseModel:
     return AnswerModel.model_validate({
         "question": answer.question, "text": answer.text, "strategy": answer.strategy, "model": answer.model,
-        "citations": [citation_model(c, shown) for _, c in sorted(answer.citations.items())],
+        "citations": [citation_model(c, shown) for c in answer.citations],
         "sentences": [dataclasses.asdict(s) for s in answer.sentences],
         "unsupported": [s.text for s in answer.unsupported],
         "context": context_model(answer.context, highlight, shown) if isinstance(answer.context, Context) else None,
@@ -207,6 +216,7 @@ _Ordered = StrictStr | StrictInt | StrictFloat
 FilterOperators = with_config(ConfigDict(extra="forbid"))(TypedDict("FilterOperators", {
     "$eq": FilterValue, "$ne": FilterValue, "$in": Annotated[list[FilterValue], Field(min_length=1)],
     "$lt": _Ordered, "$lte": _Ordered, "$gt": _Ordered, "$gte": _Ordered,
+    "$contains": Annotated[StrictStr, Field(min_length=1)],
 }, total=False))
 
 
@@ -244,7 +254,9 @@ class SearchRequest(BaseModel):
     query: str = Field(..., min_length=1, description="what to look for, in plain words")
     k: OptionalInt = Field(None, ge=1, description="how many passages; None = search.k (clamped to k_min..k_max)")
     where: Filter | None = Field(
-        None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}}'
+        None, description='metadata filter, e.g. {"page": {"$gte": 2}, "section": {"$in": ["Usage"]}, '
+                    '"source": "tutorial/cors.md"} ($contains: text contains, ignoring case); a key or a '
+                    'type no passage has gives a line in warnings'
     )
     mode: str | None = Field(
         None, description=f"a search preset: {', '.join(registry.names('preset'))}, or one defined under "

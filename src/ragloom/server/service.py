@@ -108,6 +108,7 @@ class IndexService:
             else:
                 with mode_available(mode):
                     result = index.retrieve(query, k_used, where=where, mode=mode)  # checks the query and filter
+                notes.extend(result.warnings)
             shown = index.display_paths()
         terms = query_terms(query)
         hits: list[Hit] = result.hits if result is not None else []

@@ -24,7 +24,7 @@ from .. import registry
 from ..audit import AuditEvent, ChainReport
 from ..config import Config
 from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
-from ..filters import Condition, matches
+from ..filters import Condition, matches, value_kinds
 from ..types import Chunk, SourceRecord
 
 
@@ -151,6 +151,12 @@ class ChunkSearch(ABC):
     def generation(self) -> int | None:
         """A number that changes with every write (the query cache's key); None when unknown."""
         return None
+
+    def metadata_kinds(self) -> dict[str, frozenset[str]]:
+        """Each metadata key the chunks hold and the kinds of its values (``filters.value_kinds``),
+        for warning about filters that cannot match. Derived from ``iter_chunks``; a store that
+        can ask its database directly does so."""
+        return value_kinds(chunk.metadata for chunk in self.iter_chunks())
 
 
 class AuditLog(ABC):

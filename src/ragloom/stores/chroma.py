@@ -223,6 +223,8 @@ def chroma_clause(condition: Condition, listy: bool) -> dict[str, Any] | None:
     lists, ``$contains`` does (type-strict); ranges take numbers only.
     """
     key, op, value = condition.key, condition.op, condition.value
+    if op == "$contains":  # Chroma's $contains is list membership, not "text contains": checked after
+        return None
     if op == "$eq":
         return _equals(key, value, listy)
     if op == "$in":

@@ -193,6 +193,8 @@ def qdrant_clause(models: Any, condition: Condition) -> Any | None:
     by ``match``. Ranges over strings have no Qdrant form.
     """
     key, op, value = "metadata." + condition.key, condition.op, condition.value
+    if op == "$contains":  # MatchText needs a full-text index and tokenises: checked after the search
+        return None
     if op in ("$eq", "$ne"):
         return _equals(models, key, value)
     if op == "$in":

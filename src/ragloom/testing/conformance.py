@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from ..config import Config
-from ..filters import matches, parse_where
+from ..filters import matches, parse_where, value_kinds
 from ..stores.base import AuditEntry, Candidate, Store, create_store, rank_candidates
 from ..types import Chunk, SourceRecord, content_hash
 
@@ -66,6 +66,12 @@ FILTERS: list[dict[str, Any]] = [
     {"absent": "x"},
     {"absent": {"$ne": "x"}},
     {"source": "b.md"},
+    {"kind": {"$contains": "OT"}},
+    {"kind": {"$contains": "p"}, "flag": True},
+    {"tags": {"$contains": "x"}},
+    {"mixed": {"$contains": "A"}},
+    {"page": {"$contains": "2"}},
+    {"absent": {"$contains": "x"}},
 ]
 
 
@@ -377,6 +383,10 @@ class ChunkSearchConformance(StoreFixtures):
         assert_same_ranking(store.search_dense(query, 1000, parse_where(where)), expected)
         assert_same_ranking(store.search_dense(query, 2, parse_where(where)), expected[:2])
 
+    def test_metadata_kinds_name_every_key_and_the_kinds_of_its_values(self, shared: tuple) -> None:
+        store, written = shared
+        assert store.metadata_kinds() == value_kinds(c.metadata for c, _ in written.values())
+
     def test_a_selective_filter_still_finds_the_farthest_match(self, shared: tuple) -> None:
         store, written = shared
         target = min(written, key=lambda cid: float(written[cid][1] @ unit_vector(5)))
@@ -398,7 +408,8 @@ class ChunkSearchConformance(StoreFixtures):
         }
         assert store.search_lexical("river mountain", 1000) == broad
 
-    @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"}])
+    @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"},
+                                       {"kind": {"$contains": "ote"}}])
     def test_lexical_search_honours_filters(self, shared: tuple, where: dict) -> None:
         store, written = shared
         conditions = parse_where(where)

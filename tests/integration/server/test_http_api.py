@@ -65,7 +65,8 @@ def test_sources_status_and_audit(served):
         status = client.get("/v1/status").json()
         client.post("/v1/search", json={"query": "audited question about tf2"})
         audit = client.get("/v1/audit", params={"last": 1}).json()
-    assert {Path(s["path"]).name for s in sources} >= {"ros2_communication_guide.md", "motion_planning_primer.pdf"}
+    assert {Path(s["source"]).name for s in sources} >= {"ros2_communication_guide.md", "motion_planning_primer.pdf"}
+    assert all(s["path"] == s["source"] for s in sources)  # the older name, kept for clients that read it
     assert all(re.fullmatch(r"[0-9a-f]{16}", s["id"]) for s in sources)
     assert status["sources"] == len(sources) and status["chunks"] > 0 and status["dimension"] == 384
     assert status["writes_enabled"] is True and status["readers"] == 4
@@ -323,3 +324,16 @@ def test_hits_and_sources_carry_display_paths_and_a_source_opens_at_its_chunks(s
     assert view["text"][cited["start"]:cited["end"]] == hits[0]["text"]
     assert [c["start"] for c in view["chunks"]] == sorted(c["start"] for c in view["chunks"])
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "source_not_found"
+
+
+def test_filters_name_sources_as_users_do_and_warn_when_they_cannot_match(served):
+    with served.client() as client:
+        named = client.post("/v1/search", json={"query": "nodes", "where": {"source": "**/ros2_*.md"}}).json()
+        misspelt = client.post("/v1/search", json={"query": "nodes", "where": {"sectoin": "Topics"}}).json()
+        asked = client.post("/v1/ask", json={"question": "How do nodes talk?", "strategy": "extractive",
+                                             "where": {"page": {"$gte": "2"}}}).json()
+    assert named["hits"] and all(h["source"].endswith("/ros2_communication_guide.md") for h in named["hits"])
+    assert named["warnings"] == []
+    assert misspelt["hits"] == [] and len(misspelt["warnings"]) == 1
+    assert "'sectoin' is in no passage" in misspelt["warnings"][0] and "did you mean 'section'" in misspelt["warnings"][0]
+    assert any("'page' holds numbers, not text" in w for w in asked["warnings"])

@@ -65,10 +65,10 @@ def test_stdio_tools_structured_results_and_source_resources(indexed):
     assert not found.is_error
     hits = found.structured_content["hits"]
     assert len(hits) == 3 and hits[0]["rank"] == 1 and "ros2" in hits[0]["source"] and hits[0]["section"]
-    assert got["first"]["path"] == hits[0]["source"] and got["first"]["uri"] == f"ragloom://source/{hits[0]['source_id']}"
+    assert got["first"]["source"] == got["first"]["path"] == hits[0]["source"] and got["first"]["uri"] == f"ragloom://source/{hits[0]['source_id']}"
     assert got["bad"].is_error and "invalid_filter" in got["bad"].content[0].text
     sources = got["listed"].structured_content["sources"]
-    assert len(sources) == 4 and {"id", "path", "chunk_count"} <= set(sources[0])
+    assert len(sources) == 4 and {"id", "source", "path", "chunk_count"} <= set(sources[0])
     assert [t.uri_template for t in got["templates"]] == ["ragloom://source/{source_id}",
                                                           "ragloom://index/{index}/source/{source_id}"]
     assert got["tools"]["search"].input_schema["properties"]["index"]["enum"] == ["default"]

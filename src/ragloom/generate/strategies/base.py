@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import ConfigError
-from ...types import Answer, AnswerStep, Citation
+from ...types import Answer, AnswerStep, Citation, Citations
 from ..citations import SupportChecker, check_support, cited_numbers, remove_invalid, split_sentences
 from ..prompts import NO_ANSWER, Prompts
 
@@ -154,8 +154,8 @@ def finish(request: AnswerRequest, text: str, strategy: str, *, check: bool = Fa
             check_support(sentences, {n: p.text for n, p in passages.items()}, request.support(),
                           request.settings.support_threshold, exempt=is_no_answer)
             detail["unsupported"] = [s.text for s in sentences if s.supported is False]
-    citations = {n: Citation.from_hit(n, passages[n].hit, passages[n].text)
-                 for n in cited_numbers(text) if n in passages}
+    citations = Citations(Citation.from_hit(n, passages[n].hit, passages[n].text)
+                          for n in sorted(set(cited_numbers(text))) if n in passages)
     request.tokens["context"] = request.context.tokens
     model = request.llm.model_id if request.llm is not None else ""
     return Answer(

@@ -1,19 +1,21 @@
 """Extractive answers: no LLM, the context's own sentences that best answer the question.
 
-Every sentence of every passage is scored against the question by the packaged
-cross-encoder; the best (up to ``answer.extractive_sentences``, and only those close to
-the best score) are kept in reading order, each followed by its passage's number. When
-even the best sentence is barely relevant, the answer is "The sources do not say."
-
-Measured on 40 SQuAD-train *train* questions: one sentence F1 0.167 / containment 0.825,
-three 0.135 / 0.850; scoring a sentence together with the one before it (so "It ..." keeps
-its subject) lost on both (0.119 / 0.45 with one sentence; pronoun-led sentences only,
-0.157 / 0.80), so sentences are scored alone.
+A passage is read as units: a sentence, a run of list items (one unit, so steps stay
+together), or a code block with the sentence that leads into it. Every unit is scored
+against the question by the packaged cross-encoder; the best (up to
+``answer.extractive_sentences``, and only those close to the best score) are kept in
+reading order, each followed by its passage's number. A unit that leans on the one before
+it ("It ...", "This ...", "The same way, ...") is shown after that one, so an answer never
+starts mid-thought; it is still scored alone, which measured better than scoring the pair
+(40 SQuAD-train *train* questions: F1 0.119 / containment 0.45 with pairs against 0.167 / 0.825
+alone). When even the best unit's probability is below ``answer.extractive_min_relevance``,
+the answer is "The sources do not say." (BENCHMARKS.md "Extractive answers, issue 25").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -24,38 +26,83 @@ from ...types import Answer, AnswerSentence
 from ..prompts import NO_ANSWER
 from .base import AnswerRequest, Piece, Strategy, finish, step
 
-#: Keep sentences whose cross-encoder logit is within this margin of the best one's.
+#: Keep units whose cross-encoder logit is within this margin of the best one's.
 LOGIT_MARGIN = 3.0
 #: Shorter fragments (headings, list stubs) are not answers.
 MIN_WORDS = 4
+#: A sentence that opens like this continues the one before it.
+_LEANS_BACK = re.compile(
+    r"^(?:this|that|these|those|it|its|they|them|their|such|he|she|his|her|the same way|similarly|likewise|"
+    r"also|however|but|and|so|then|thus|therefore|otherwise|instead|in (?:this|that|addition|that case)|"
+    r"for (?:this|that) reason|as a result|here|there)\b", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
 @dataclass(frozen=True)
 class Candidate:
     number: int
     position: int
+    #: What is scored (the unit itself) and what is shown (with the unit it leans on, if any).
     text: str
+    shown: str = ""
     #: Cross-encoder logit (ranking) and its sigmoid (0..1, thresholds).
     logit: float = 0.0
     score: float = 0.0
 
 
-def candidates(request: AnswerRequest) -> list[Candidate]:
-    """Each passage's sentences, whitespace flattened; headings and fragments left out."""
+def units(sentences: Sequence[str]) -> list[str]:
+    """Sentences grouped into what an answer quotes whole: list items run together, and a code
+    block joined to the sentence before it (``Import it:`` then the code)."""
+    out: list[str] = []
+    kinds: list[str] = []
+    for sentence in sentences:
+        kind = "code" if _FENCE.match(sentence) else "item" if _LIST_ITEM.match(sentence) else "text"
+        if out and kind == "item" and kinds[-1] == "item":
+            out[-1] += "\n" + sentence
+        elif out and kind == "code" and kinds[-1] != "heading":
+            out[-1] += "\n" + sentence
+            kind = kinds[-1]
+        elif sentence.lstrip().startswith("#"):
+            out.append(sentence)
+            kind = "heading"
+        else:
+            out.append(sentence)
+        if len(kinds) < len(out):
+            kinds.append(kind)
+        else:
+            kinds[-1] = kind
+    return out
+
+
+def flat(unit: str) -> str:
+    """A unit on one line: heading lines dropped, whitespace squeezed (code keeps its words)."""
+    return " ".join(" ".join(line for line in unit.splitlines() if not line.lstrip().startswith("#")).split())
+
+
+def leans_back(text: str) -> bool:
+    return bool(_LEANS_BACK.match(text))
+
+
+def candidates(request: AnswerRequest, lean: bool = True) -> list[Candidate]:
+    """Each passage's units, flattened; headings and fragments left out. With ``lean``, a unit
+    that continues the one before it is shown after it."""
     from ...context import sentences
 
     found = []
     for passage in request.context.passages:
-        for i, sentence in enumerate(sentences(passage.text)):
-            flat = " ".join(line for line in sentence.splitlines() if not line.lstrip().startswith("#"))
-            flat = " ".join(flat.split())
-            if len(flat.split()) >= MIN_WORDS:
-                found.append(Candidate(passage.number, i, flat))
+        previous = ""
+        for i, unit in enumerate(units(sentences(passage.text))):
+            text = flat(unit)
+            if len(text.split()) >= MIN_WORDS:
+                shown = f"{previous} {text}" if lean and previous and leans_back(text) else text
+                found.append(Candidate(passage.number, i, text, shown))
+            previous = text  # a heading between two sentences breaks the thread: "" then
     return found
 
 
 def select(scored: list[Candidate], limit: int, floor: float) -> list[Candidate]:
-    """The best sentences scoring ``floor`` or more and near the best, at most ``limit``, in reading order."""
+    """The best units scoring ``floor`` or more and near the best, at most ``limit``, in reading order."""
     if not scored:
         return []
     best = max(scored, key=lambda c: c.logit)
@@ -66,29 +113,46 @@ def select(scored: list[Candidate], limit: int, floor: float) -> list[Candidate]
     return sorted(chosen, key=lambda c: (c.number, c.position))
 
 
+def compose(chosen: Sequence[Candidate]) -> list[tuple[str, Candidate]]:
+    """Each chosen unit's text as quoted: with the unit it leans on, unless that one is quoted
+    just before it anyway (then the two read on as one)."""
+    parts = []
+    for i, c in enumerate(chosen):
+        before = chosen[i - 1] if i else None
+        follows = before is not None and before.number == c.number and before.position == c.position - 1
+        parts.append((c.text if follows else c.shown or c.text, c))
+    return parts
+
+
+def score_candidates(request: AnswerRequest, found: list[Candidate]) -> list[Candidate]:
+    assert request.scorer is not None, "extractive answers need the cross-encoder"
+    logits = request.scorer().logits(request.question, [c.text for c in found]) if found else []
+    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(sigmoid(np.array([x]))[0]))
+            for c, x in zip(found, logits)]
+
+
 class Extractive(Strategy):
     name: ClassVar[str] = "extractive"
     needs_llm: ClassVar[bool] = False
 
     def stream(self, request: AnswerRequest) -> Iterator[Piece]:
-        assert request.scorer is not None, "extractive answers need the cross-encoder"
+        settings = request.settings
         with step(request, "score sentences") as detail:
-            found = candidates(request)
-            logits = request.scorer().logits(request.question, [c.text for c in found]) if found else []
-            scored = [Candidate(c.number, c.position, c.text, float(x), float(sigmoid(np.array([x]))[0]))
-                      for c, x in zip(found, logits)]
-            chosen = select(scored, request.settings.extractive_sentences, request.settings.unanswerable_below)
-            detail.update(sentences=len(scored), chosen=[[c.number, round(c.score, 4)] for c in chosen])
+            scored = score_candidates(request, candidates(request))
+            chosen = select(scored, settings.extractive_sentences, settings.extractive_min_relevance)
+            detail.update(sentences=len(scored), chosen=[[c.number, round(c.score, 4)] for c in chosen],
+                          best=round(max((c.score for c in scored), default=0.0), 4),
+                          threshold=settings.extractive_min_relevance)
         if not chosen:
             yield NO_ANSWER
             yield finish(request, NO_ANSWER, self.name)
             return
         parts = []
-        for i, c in enumerate(chosen):
-            part = f"{c.text} [{c.number}]"
-            parts.append(part)
+        for i, (text, c) in enumerate(compose(chosen)):
+            part = f"{text} [{c.number}]"
+            parts.append((part, c))
             yield part if i == 0 else " " + part
-        answer: Answer = finish(request, " ".join(parts), self.name)
+        answer: Answer = finish(request, " ".join(p for p, _ in parts), self.name)
         # Quoted verbatim from the passage it cites, so supported by construction.
-        answer.sentences = [AnswerSentence(part, [c.number], True, c.score) for part, c in zip(parts, chosen)]
+        answer.sentences = [AnswerSentence(part, [c.number], True, c.score) for part, c in parts]
         yield answer

@@ -13,12 +13,13 @@ the reranked hits by the model alone, the rest after them in their incoming orde
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...types import Hit
+from ...types import PROBABILITY, Hit
 from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
 
@@ -62,7 +63,11 @@ class RerankStage(Configured[RerankOptions]):
         # The local cross-encoder's raw logits (what the blend weight was tuned on); Cohere's 0..1 scores.
         relevance = getattr(model, "logits", model.score)
         raw = np.asarray(relevance(plan.text, [hit.text for hit in top]), dtype=np.float64)
-        return rerank_scores(hits, raw, self.options.mode, self.options.weight)
+        # What a reranked hit's relevance is (``Hit.relevance``): a probability, the same scale for every query.
+        probability = 1.0 / (1.0 + np.exp(-raw)) if relevance is not model.score else raw
+        chance = {hit.chunk_id: float(p) for hit, p in zip(top, probability)}
+        return [replace(hit, scores={**hit.scores, PROBABILITY: chance[hit.chunk_id]}) if hit.chunk_id in chance
+                else hit for hit in rerank_scores(hits, raw, self.options.mode, self.options.weight)]
 
     def _key(self) -> str:
         o = self.options

@@ -137,7 +137,7 @@ def completion(answer: Answer, completion_id: str, created: int, model: str, sho
         id=completion_id, created=created, model=model,
         choices=[ChatChoice(message=ChatChoiceMessage(content=answer.text))],
         usage={"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens},
-        citations=[citation_model(c, shown) for _, c in sorted(answer.citations.items())],
+        citations=[citation_model(c, shown) for c in answer.citations],
     )
 
 
@@ -161,7 +161,7 @@ async def _chunks(state: ServerState, first: Any, pieces: Iterator[str | Answer]
                 text = "".join(streamed)
                 if piece.text.startswith(text) and len(piece.text) > len(text):
                     yield ServerSentEvent(_chunk(completion_id, created, model, {"content": piece.text[len(text):]}))
-                citations = [citation_model(c, shown).model_dump(mode="json") for _, c in sorted(piece.citations.items())]
+                citations = [citation_model(c, shown).model_dump(mode="json") for c in piece.citations]
                 yield ServerSentEvent(_chunk(completion_id, created, model, {}, "stop", citations=citations))
             else:
                 streamed.append(piece)

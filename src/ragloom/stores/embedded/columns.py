@@ -29,6 +29,10 @@ class _Column:
     lists: dict[int, list[Any]]  # position -> elements, for list-valued rows
 
 
+#: SQLite's json_type names -> ``filters.kind_of``'s.
+_KINDS = {"integer": "number", "real": "number", "text": "text", "true": "boolean", "false": "boolean"}
+
+
 class MetadataColumns:
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
@@ -44,6 +48,19 @@ class MetadataColumns:
         for condition in conditions:
             keep &= self._holds(self._column(condition.key, rows), condition, len(rows))
         return keep
+
+    def kinds(self) -> dict[str, frozenset[str]]:
+        """``filters.value_kinds`` over every chunk, asked of SQLite (one pass over the JSON)."""
+        found: dict[str, set[str]] = {}
+        for key, kind in self.catalog.db.execute(
+            "SELECT j.key, j.type FROM chunks, json_each(chunks.metadata) j GROUP BY 1, 2"
+            " UNION SELECT j.key, e.type FROM chunks, json_each(chunks.metadata) j, json_each(j.value) e"
+            " WHERE j.type = 'array' GROUP BY 1, 2"
+        ):
+            found.setdefault(key, set())
+            if kind in _KINDS:
+                found[key].add(_KINDS[kind])
+        return {key: frozenset(kinds) for key, kinds in found.items()}
 
     def _column(self, key: str, rows: np.ndarray) -> _Column:
         column = self._columns.get(key)
@@ -89,6 +106,10 @@ class MetadataColumns:
 def _holds_scalar(column: _Column, op: str, value: Any, n: int) -> np.ndarray:
     if op == "$ne":
         return ~_compare(column, "$eq", value, n)
+    if op == "$contains":
+        if not n:
+            return np.zeros(0, dtype=bool)
+        return column.is_text & (np.char.find(np.char.lower(column.text), value.lower()) >= 0)
     if op == "$in":
         result = np.zeros(n, dtype=bool)
         for item in value:

@@ -247,6 +247,9 @@ class EmbeddedStore(CatalogBacked, Store):
         for _, chunk in self.catalog.iter_chunks():
             yield chunk
 
+    def metadata_kinds(self) -> dict[str, frozenset[str]]:
+        return self.columns.kinds()
+
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
         return self._dense(vector, k, self._allowed_rows(conditions))
