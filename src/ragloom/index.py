@@ -224,11 +224,12 @@ class Index:
     def ask_stream(self, question: str, *, strategy: str | None = None, k: int | None = None,
                    budget: int | None = None, where: Mapping[str, Any] | None = None, mode: str | None = None,
                    llm: LLM | str | None = None, history: Sequence[HistoryItem] | None = None,
-                   ) -> Iterator[str | Answer]:
+                   context_first: bool = False) -> Iterator[str | Context | Answer]:
         """Like ``ask`` (the same keywords), yielding the answer's text in pieces as it is
-        generated, then the finished ``Answer``."""
+        generated, then the finished ``Answer``. With ``context_first``, the numbered ``Context``
+        comes first, as soon as it is built (the server's ``sources`` event)."""
         return answering.ask_stream(self._answering(), question, strategy=strategy, k=k, budget=budget,
-                                    where=where, mode=mode, llm=llm, history=history)
+                                    where=where, mode=mode, llm=llm, history=history, context_first=context_first)
 
     def conversation(self, **options: Any) -> Conversation:
         """A conversation: each ``ask`` gets the earlier turns as history (follow-ups made standalone)."""
