@@ -37,7 +37,7 @@ from ragloom import Config, Index
 from ragloom.server.access import ADMIN, Caller, ScopedIndex, Served
 from ragloom.server.service import IndexService
 
-SCIFACT = Path("/work/shared/datasets/scifact")
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
 TENANTS = 10
 
 

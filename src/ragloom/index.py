@@ -199,7 +199,7 @@ class Index:
             where: a metadata filter, as for ``search``.
             mode: a search preset (default ``answer.mode``).
         """
-        return answering.context_for(self._answering(), question, budget=budget, k=k, where=where, mode=mode)
+        return answering.context_for(self.answer_services(), question, budget=budget, k=k, where=where, mode=mode)
 
     def ask(self, question: str, *, strategy: str | None = None, k: int | None = None, budget: int | None = None,
             where: Mapping[str, Any] | None = None, mode: str | None = None, llm: LLM | str | None = None,
@@ -218,24 +218,25 @@ class Index:
             history: the conversation's earlier ``{"role", "content"}`` messages; the question is
                 made standalone with them before it is searched.
         """
-        return answering.ask(self._answering(), question, strategy=strategy, k=k, budget=budget, where=where,
+        return answering.ask(self.answer_services(), question, strategy=strategy, k=k, budget=budget, where=where,
                              mode=mode, llm=llm, history=history)
 
     def ask_stream(self, question: str, *, strategy: str | None = None, k: int | None = None,
                    budget: int | None = None, where: Mapping[str, Any] | None = None, mode: str | None = None,
                    llm: LLM | str | None = None, history: Sequence[HistoryItem] | None = None,
-                   context_first: bool = False) -> Iterator[str | Context | Answer]:
+                   ) -> Iterator[str | Answer]:
         """Like ``ask`` (the same keywords), yielding the answer's text in pieces as it is
-        generated, then the finished ``Answer``. With ``context_first``, the numbered ``Context``
-        comes first, as soon as it is built (the server's ``sources`` event)."""
-        return answering.ask_stream(self._answering(), question, strategy=strategy, k=k, budget=budget,
-                                    where=where, mode=mode, llm=llm, history=history, context_first=context_first)
+        generated, then the finished ``Answer``."""
+        return answering.ask_stream(self.answer_services(), question, strategy=strategy, k=k, budget=budget,
+                                    where=where, mode=mode, llm=llm, history=history)
 
     def conversation(self, **options: Any) -> Conversation:
         """A conversation: each ``ask`` gets the earlier turns as history (follow-ups made standalone)."""
         return Conversation(self.ask_stream, dict(options))
 
-    def _answering(self) -> answering.AnswerServices:
+    def answer_services(self) -> answering.AnswerServices:
+        """What answering needs from this index (``generate.answering`` takes it): for callers that
+        drive answering themselves, as the server does to send the sources before the answer."""
         return answering.AnswerServices(self.config, self.retrieve, lambda: self.embedder,
                                         lambda: shared_cross_encoder(self.parts))
 

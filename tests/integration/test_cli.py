@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -48,7 +49,9 @@ def test_ingest_then_search_in_another_process(workdir):
 
     blocks = run("search", "how do ROS 2 nodes communicate?", cwd=workdir).stdout
     heads = [line for line in blocks.splitlines() if line[:2].strip().isdigit()]
-    assert len(heads) == 5 and heads[0].split()[2] == Path(hits[0]["source"]).name  # relative to docs/
+    # rank, relevance (cos 0.90) or score, weak, then the path: relative to docs/
+    shown = re.match(r"\s*\d+\s+(?:(?:cos|p) )?[\d.]+\s+(?:weak\s+)?(\S+)", heads[0])
+    assert len(heads) == 5 and shown and shown.group(1) == Path(hits[0]["source"]).name
     assert hits[0]["display_path"] == Path(hits[0]["source"]).name
     table = run("search", "how do ROS 2 nodes communicate?", "--table", cwd=workdir).stdout
     assert "score" in table and "source" in table

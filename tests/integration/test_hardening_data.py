@@ -16,7 +16,7 @@ import pytest
 
 from ragloom import Config, Index
 
-SCIFACT = Path("/work/shared/datasets/scifact/corpus.jsonl")
+SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
 RAGLOOM = [sys.executable, "-m", "ragloom"]
 
 

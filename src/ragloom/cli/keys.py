@@ -11,7 +11,10 @@ from rich.table import Table
 
 from .shared import console
 
-keys_app = typer.Typer(help="Scoped API keys for `ragloom serve --keys-file FILE`.", no_args_is_help=True)
+keys_app = typer.Typer(
+    help="Scoped API keys for `ragloom serve --keys-file FILE`.\n\n"
+    "Example: ragloom keys add team-a --scope read --where team=a --keys-file keys.json",
+    no_args_is_help=True)
 KEYS_FILE = typer.Option(..., "--keys-file", help="The keys file (created if missing; holds hashes, never keys).")
 
 
@@ -28,7 +31,10 @@ def add_command(
     burst: Optional[int] = typer.Option(None, "--burst", help="Requests that may come at once (default: the rate, at least 1)."),
     keys_file: str = KEYS_FILE,
 ) -> None:
-    """Create a key; it is printed once, alone on the last line, and only its hash is kept."""
+    """Create a key; it is printed once, alone on the last line, and only its hash is kept.
+
+    Example: ragloom keys add team-a --scope read --where team=a --keys-file keys.json
+    """
     from ..server.keys import KeysFile, parse_key_where
 
     key, record = KeysFile(keys_file).add(name, scopes=scope or [], indexes=index or [],
@@ -43,7 +49,10 @@ def add_command(
 
 @keys_app.command("list")
 def list_command(keys_file: str = KEYS_FILE, as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """The keys: name, scope, indexes, filter, rate, creation time (never the keys)."""
+    """The keys: name, scope, indexes, filter, rate, creation time (never the keys).
+
+    Example: ragloom keys list --keys-file keys.json
+    """
     from ..server.keys import KeysFile
 
     records = KeysFile(keys_file).records()
@@ -59,7 +68,10 @@ def list_command(keys_file: str = KEYS_FILE, as_json: bool = typer.Option(False,
 
 @keys_app.command("revoke")
 def revoke_command(name: str = typer.Argument(..., help="The key's name."), keys_file: str = KEYS_FILE) -> None:
-    """Remove a key; a server reading the file refuses it from its next request."""
+    """Remove a key; a server reading the file refuses it from its next request.
+
+    Example: ragloom keys revoke team-a --keys-file keys.json
+    """
     from ..server.keys import KeysFile
 
     KeysFile(keys_file).revoke(name)

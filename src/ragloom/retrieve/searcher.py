@@ -45,9 +45,11 @@ class Searcher:
         if not isinstance(query, str) or not query.strip():
             raise QueryError("the query is empty; give some words to search for")
         pipeline = self.pipeline(mode)
-        # A source: operator names only sources the filter lets through (a server ANDs a key's filter),
-        # and so do the warnings about source names that match nothing.
-        sources = _Once(lambda: [r.path for r in sources_matching(store, parse_where(where))])
+        # Source names (a source: operator, a relative path or glob in the filter) resolve among the
+        # sources the rest of the filter lets through (a server ANDs a key's filter), and so do the
+        # warnings about names that match nothing: another tenant's file names stay unseen.
+        others = [c for c in parse_where(where) if c.key != "source"]
+        sources = _Once(lambda: [r.path for r in sources_matching(store, others)])
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:

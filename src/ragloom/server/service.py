@@ -145,6 +145,7 @@ class IndexService:
 
         Close the generator when abandoning it early: that returns the reader and the LLM.
         """
+        from ..generate import answering
         from ..generate.answering import choose
         from ..generate.strategies import strategy_names
 
@@ -161,11 +162,11 @@ class IndexService:
             guard: AbstractContextManager[Any] = llm_lock(model) if model is not None else nullcontext()
             empty = index.store.count() == 0
             with guard, mode_available(mode):
-                extra: dict[str, Any] = {"history": history} if history is not None else {}
-                if sources_first:
-                    extra["context_first"] = True
-                for piece in index.ask_stream(question, strategy=name, llm=model, k=k, budget=budget, where=where,
-                                              mode=mode, **extra):
+                # With the sources first: the numbered context as soon as it is built, then the answer.
+                pieces = answering.ask_stream(index.answer_services(), question, strategy=name, llm=model, k=k,
+                                              budget=budget, where=where, mode=mode, history=history,
+                                              context_first=sources_first)
+                for piece in pieces:
                     if isinstance(piece, Answer) and empty:  # said per answer, not through warnings.warn
                         piece.warnings.append(
                             "the index is empty; add documents with POST /v1/ingest or `ragloom ingest PATH`")
