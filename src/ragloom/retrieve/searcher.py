@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import registry
 from ..audit import CALLER
 from ..errors import FilterWarning, QueryError, RagloomWarning
-from ..filters import filter_warnings, parse_where
+from ..filters import SOURCE_KEY, filter_warnings, parse_where
 from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
 from .base import QueryPlan, SearchContext, SearchResult, mark_weak
@@ -79,7 +79,9 @@ class Searcher:
         key = (store.generation(), store.count())
         if self._kinds is None or self._kinds[0] != key:
             self._kinds = (key, store.metadata_kinds())
-        return filter_warnings(plan.conditions, self._kinds[1], sources())
+        # The sources only when a condition names one: listing those a key may see reads chunks.
+        named = any(c.key == SOURCE_KEY for c in plan.conditions)
+        return filter_warnings(plan.conditions, self._kinds[1], sources() if named else ())
 
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
         settings = self.parts.config.search
