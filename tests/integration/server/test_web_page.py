@@ -405,6 +405,14 @@ def test_the_address_holds_the_query_so_reload_and_shared_links_restore_it(serve
     assert browser.find_element(By.ID, "answer-meta").text.startswith("extractive")
 
 
+def test_hits_show_a_relevance_that_means_the_same_across_queries_and_mark_weak_ones(served, browser):
+    related = search_for(browser, served, "How do ROS 2 nodes communicate?")
+    assert related[0].find_element(By.CSS_SELECTOR, ".score").text.startswith("cos 0.")
+    assert not related[0].find_elements(By.CSS_SELECTOR, ".weak")
+    unrelated = search_for(browser, served, "banana bread recipe with walnuts")
+    assert all(hit.find_elements(By.CSS_SELECTOR, ".weak") for hit in unrelated)
+
+
 LONG_URL = "https://example.com/" + "/".join(f"segment{i:03d}" for i in range(40)) + "?numbat=" + "x" * 120
 
 

@@ -215,12 +215,27 @@ function renderHit(hit) {
   if (hit.page !== null && hit.page !== undefined) where.push(`p. ${hit.page}`);
   if (hit.chunk_index !== undefined) where.push(`chunk ${hit.chunk_index}`);
   head.append(el("span", "where", where.join(" · ")));
-  head.append(el("span", "score", `score ${hit.score.toFixed(3)}`));
+  head.append(scoreOf(hit));
+  if (hit.weak) head.append(el("span", "weak", "weak match"));
   const text = el("div", "text md");
   text.append(renderMarkdown(hit.text));
   markWords(text, hit.text, hit.highlights);
   item.append(head, text);
   return item;
+}
+
+// The relevance that means the same across queries (the dense cosine, or the cross-encoder's
+// probability when reranked), named; else the fused rank score, which only orders the hits.
+const RELEVANCE = { dense: ["cos", "the dense cosine similarity"], rerank_probability: ["p", "the cross-encoder's probability"] };
+
+function scoreOf(hit) {
+  const kind = RELEVANCE[hit.relevance_kind];
+  if (!kind || hit.relevance === null || hit.relevance === undefined) {
+    return Object.assign(el("span", "score", `score ${hit.score.toFixed(3)}`), { title: "rank score: orders the hits of this query" });
+  }
+  const span = el("span", "score", `${kind[0]} ${hit.relevance.toFixed(2)}`);
+  span.title = `${kind[1]}: means the same across queries (rank score ${hit.score.toFixed(3)})`;
+  return span;
 }
 
 // -- the source viewer ---------------------------------------------------------------------------
