@@ -36,12 +36,13 @@ from ragloom.models import packaged_model_dir
 DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
 
 
-def load_texts(path: Path, limit: int) -> list[str]:
+def load_texts(path: Path, limit: int, between: str = " ") -> list[str]:
+    """The first ``limit`` abstracts, title and text joined by ``between``."""
     texts = []
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             row = json.loads(line)
-            texts.append(f"{row['title']} {row['text']}".strip())
+            texts.append(f"{row['title']}{between}{row['text']}".strip())
             if len(texts) == limit:
                 break
     return texts

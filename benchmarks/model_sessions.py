@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from embed_throughput import load_texts
+
 from ragloom.embed.base import normalize
 from ragloom.embed.onnx import OnnxEmbedder
 from ragloom.models import packaged_model_dir
@@ -42,14 +44,8 @@ SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact
 
 
 def abstracts(limit: int) -> list[str]:
-    out = []
-    with open(SCIFACT / "corpus.jsonl", encoding="utf-8") as lines:
-        for line in lines:
-            row = json.loads(line)
-            out.append(f"{row['title']}\n\n{row['text']}".strip())
-            if len(out) == limit:
-                break
-    return out
+    """Title, blank line, text: as ragloom's JSONL loader builds a SciFact abstract."""
+    return load_texts(SCIFACT / "corpus.jsonl", limit, between="\n\n")
 
 
 def embedders(cores: int) -> dict[str, Callable[[list[str]], np.ndarray]]:
@@ -125,6 +121,8 @@ def session_memory() -> str:
     """Resident MB after loading and warming one, then two single-threaded sessions (fresh process)."""
     code = """
 import numpy as np
+from embed_throughput import load_texts
+
 from ragloom.embed.base import normalize
 from ragloom.embed.onnx import OnnxEmbedder
 from ragloom.models import packaged_model_dir

@@ -3,7 +3,6 @@ starts mid-thought, and "The sources do not say" for what the sources do not cov
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 

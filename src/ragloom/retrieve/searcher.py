@@ -6,6 +6,7 @@ parts (store, config, embedder, loaded models), never the ``Index``.
 
 from __future__ import annotations
 
+import functools
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -49,7 +50,7 @@ class Searcher:
         # sources the rest of the filter lets through (a server ANDs a key's filter), and so do the
         # warnings about names that match nothing: another tenant's file names stay unseen.
         others = [c for c in parse_where(where) if c.key != "source"]
-        sources = _Once(lambda: [r.path for r in sources_matching(store, others)])
+        sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
@@ -146,16 +147,3 @@ class Searcher:
             hits=[{"rank": h.rank, "chunk_id": h.chunk_id, "score": h.score, "source": h.source} for h in result.hits],
             elapsed_ms=result.elapsed_ms, created_at=time.time(), embedder=str(info.get("model_id", "")),
         ))
-
-
-class _Once:
-    """A callable that computes its value on the first call only (the list of sources, which
-    both source filters and their warnings may need)."""
-
-    def __init__(self, compute: Callable[[], list[str]]) -> None:
-        self._compute, self._value = compute, None
-
-    def __call__(self) -> list[str]:
-        if self._value is None:
-            self._value = self._compute()
-        return self._value

@@ -13,7 +13,6 @@ user's query is never an error.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
