@@ -174,7 +174,15 @@ class ScopedIndex:
             return sources_matching(index.store, self._conditions)
 
     def source(self, sid: str) -> SourceRecord:
-        return self.service.source(sid, among=self.sources())
+        """The source ``sid``; one the caller may not see is not found, exactly as one that does not
+        exist. Only that source's chunks are read, not every source's as ``sources`` must."""
+        record = self.service.source(sid)
+        visible = not self._conditions or self._sees_source(record.path)
+        return self.service.source(sid, among=[record] if visible else [])
+
+    def _sees_source(self, path: str) -> bool:
+        with self.service.reader() as index:
+            return any(self.sees(chunk.metadata) for chunk in index.store.source_chunks(path))
 
     def source_text(self, sid: str) -> tuple[SourceRecord, list[Hit]]:
         self.source(sid)  # 404 for a source the caller cannot see, as for one that does not exist
