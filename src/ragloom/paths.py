@@ -76,6 +76,9 @@ class PathPolicy:
             os.stat(real)
         except OSError as exc:
             raise _stat_error(raw, exc) from None
+        if _leads_to_its_own_folder(path, real):
+            raise PathError("path_symlink_loop", f"{raw} is a symlink loop: it leads to {real}, a folder that holds "
+                            "the link itself; ingest that folder instead, or remove the link")
         return real
 
     def refusal(self, fd: int, path: str | Path) -> str | None:
@@ -97,6 +100,15 @@ class PathPolicy:
     def describe(self) -> str:
         roots = ", ".join(map(str, self.roots)) or "none"
         return f"{self.what}: {roots}"
+
+
+def _leads_to_its_own_folder(path: Path, real: Path) -> bool:
+    """Whether ``path`` is a link to a folder that holds it (``docs/loop -> ..``): walking it
+    would walk into itself without end."""
+    if not os.path.islink(path):
+        return False
+    holder = Path(os.path.realpath(path.parent))
+    return holder == real or holder.is_relative_to(real)
 
 
 def _opened_path(fd: int) -> str | None:

@@ -26,6 +26,9 @@ def tree(tmp_path: Path) -> tuple[Path, Path]:
 def test_odd_paths_are_refused_with_stable_codes(tree):
     root, _ = tree
     (root / "loop.md").symlink_to("loop.md")
+    (root / "sub" / "up").symlink_to("..")  # a folder that holds itself
+    (root / "sub" / "here").symlink_to(".")
+    (root / "sub" / "down").symlink_to("../sub")
     policy = PathPolicy([root])
     cases = {
         f"{root}/a\x00b.md": ("path_invalid", 422),
@@ -34,12 +37,20 @@ def test_odd_paths_are_refused_with_stable_codes(tree):
         str(root) + ("/" + "y" * 200) * 21: ("path_too_long", 422),
         f"{root}/loop.md": ("path_symlink_loop", 422),
         f"{root}/sub/a.md/deeper.md": ("path_not_found", 404),
+        f"{root}/sub/up": ("path_symlink_loop", 422),
+        f"{root}/sub/here": ("path_symlink_loop", 422),
+        f"{root}/sub/down": ("path_symlink_loop", 422),
     }
     for raw, expected in cases.items():
         with pytest.raises(PathError) as caught:
             policy.resolve(raw)
         assert (caught.value.code, caught.value.status) == expected, raw[:60]
         assert str(caught.value)
+    # A folder reached through ".." is not a link, and a link to a sibling folder holds no loop.
+    (root / "other").mkdir()
+    (root / "other" / "sub-link").symlink_to("../sub")
+    assert policy.resolve(f"{root}/sub/..") == root.resolve()
+    assert policy.resolve(f"{root}/other/sub-link") == (root / "sub").resolve()
 
 
 def test_a_file_opened_outside_the_roots_is_refused_by_its_descriptor(tree):

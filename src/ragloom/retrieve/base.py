@@ -132,6 +132,9 @@ class Configured(Generic[OptionsT]):
     """A retriever or stage built from its validated ``Options`` (their defaults when none are given)."""
 
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Whether the step cannot run without an LLM (a server leaves presets with such a step out of
+    #: what it offers when it has none).
+    needs_llm: ClassVar[bool] = False
 
     def __init__(self, options: OptionsT | None = None) -> None:
         self.options: OptionsT = options or self.Options()  # type: ignore[assignment]

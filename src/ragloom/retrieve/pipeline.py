@@ -62,6 +62,16 @@ def preset_names(custom: Mapping[str, Sequence[StepSpec]] | None = None) -> list
     return sorted({*registry.names("preset"), *(custom or {})})
 
 
+def preset_needs_llm(name: str, custom: Mapping[str, Sequence[StepSpec]] | None = None) -> bool:
+    """Whether a step of the preset ``name`` cannot run without an LLM (HyDE, multi-query, ...)."""
+    steps = (custom or {}).get(name) or PRESETS.get(name) or []
+    for step_name, _ in (_parse_step(step) for step in steps):
+        role = "retriever" if step_name in registry.names("retriever") else "stage"
+        if step_name in registry.names(role) and getattr(registry.resolve(role, step_name), "needs_llm", False):
+            return True
+    return False
+
+
 @dataclass
 class Pipeline:
     """A retriever and its stages; ``run`` turns a plan into a traced result."""

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from ..config import Config
-from ..retrieve.pipeline import preset_names
+from ..retrieve.pipeline import preset_names, preset_needs_llm
 
 #: Either way of sending the key will do (the names of the schemes routes/__init__.py declares).
 KEY_REQUIRED = [{"bearer": []}, {"apiKey": []}]
@@ -58,21 +58,37 @@ def _secure_reads(schema: dict[str, Any]) -> None:
 
 
 def _add_config_limits(models: dict[str, Any], config: Config) -> None:
-    """The bounds the service checks against the config, stated on the request models."""
+    """The bounds the service checks against the config, stated on the request models.
+
+    Only what this server can run is offered: a search preset or an answer strategy that needs an
+    LLM is listed only when the server has a local model it can load or an LLM server to ask
+    (``llm_unavailable``, which loads nothing), so a request that the document calls valid is
+    never refused for the server's lack.
+    """
     from ..generate.strategies import strategy_names
+    from ..models.llm import llm_unavailable
 
     longest = config.server.max_query_chars
-    modes = preset_names(config.search.presets)
+    has_llm = llm_unavailable(config.llm) is None
+    strategies = [name for name in strategy_names() if has_llm or not strategy_needs_llm(name)]
+    modes = [name for name in preset_names(config.search.presets)
+             if has_llm or not preset_needs_llm(name, config.search.presets)]
     for name, text in (("SearchRequest", "query"), ("ContextRequest", "question"), ("AskRequest", "question")):
         properties = models[name]["properties"]
         # Blank text is refused too: at least one character that is not white space.
         properties[text].update(maxLength=longest, pattern=r"\S")
         _string_branch(properties["mode"])["enum"] = modes
-    _string_branch(models["AskRequest"]["properties"]["strategy"])["enum"] = ["auto", *strategy_names()]
+    _string_branch(models["AskRequest"]["properties"]["strategy"])["enum"] = ["auto", *strategies]
     if "ChatCompletionRequest" in models:
-        models["ChatCompletionRequest"]["properties"]["model"]["enum"] = ["ragloom", *strategy_names()]
+        models["ChatCompletionRequest"]["properties"]["model"]["enum"] = ["ragloom", *strategies]
 
 
 def _string_branch(prop: dict[str, Any]) -> dict[str, Any]:
     """The ``{"type": "string"}`` part of an optional string property (``anyOf`` with null)."""
     return next(option for option in prop.get("anyOf", [prop]) if option.get("type") == "string")
+
+
+def strategy_needs_llm(name: str) -> bool:
+    from .. import registry
+
+    return bool(getattr(registry.resolve("strategy", name), "needs_llm", True))

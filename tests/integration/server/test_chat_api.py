@@ -73,10 +73,26 @@ def test_streaming_gives_openai_chunks_then_done(served) -> None:
     assert raw.rstrip().endswith("data: [DONE]")
 
 
+def test_messages_after_the_question_such_as_a_tool_result_are_left_out(served) -> None:
+    """A conversation may end with a tool's result (what OpenAI clients send while a tool call is
+    under way): the question is the last user message with text, in a message of its parts too."""
+    client = sdk(served)
+    asked = [{"role": "user", "content": [{"type": "text", "text": CONVERSATION[-1]["content"]}]},
+             {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                 "name": "lookup", "arguments": "{}"}}]},
+             {"role": "tool", "tool_call_id": "c1", "content": "nothing found"}]
+    reply = client.chat.completions.create(model="extractive", messages=CONVERSATION[:-1] + asked)
+    alone = client.chat.completions.create(model="extractive", messages=CONVERSATION)
+    assert reply.choices[0].message.content == alone.choices[0].message.content
+    assert reply.model_extra["citations"] == alone.model_extra["citations"]
+
+
 def test_bad_conversations_are_clear_errors(served) -> None:
     client = sdk(served)
-    with pytest.raises(openai.UnprocessableEntityError, match="the last message is the assistant's"):
+    with pytest.raises(openai.UnprocessableEntityError, match="no user message has text"):
         client.chat.completions.create(model="ragloom", messages=[{"role": "assistant", "content": "Hi"}])
+    with pytest.raises(openai.UnprocessableEntityError, match="no user message has text"):
+        client.chat.completions.create(model="ragloom", messages=[{"role": "user", "content": [{"type": "image_url"}]}])
     with pytest.raises(openai.UnprocessableEntityError, match="no answer strategy named 'gpt-4o'"):
         client.chat.completions.create(model="gpt-4o", messages=CONVERSATION)
     with pytest.raises(openai.APIStatusError) as info:

@@ -67,11 +67,15 @@ def test_odd_paths_are_4xx_json_with_stable_codes_on_one_kept_alive_connection(s
     loops.mkdir()
     (loops / "fine.md").write_text("# Fine\n\nQuetzals nest in tree hollows.\n")
     os.symlink("self.md", loops / "self.md")
+    holder = served.docs / "ring-holder"  # a folder that is a link to the folder holding it
+    holder.mkdir()
+    os.symlink(".", holder / "ring")
     cases = {
         f"{served.docs}/a\x00b.md": (422, "path_invalid"),
         f"{served.docs}/{'x' * 300}.md": (422, "path_name_too_long"),
         str(served.docs) + ("/" + "y" * 200) * 30: (422, "path_too_long"),
         str(loops / "self.md"): (422, "path_symlink_loop"),
+        str(holder / "ring"): (422, "path_symlink_loop"),
     }
     try:
         with served.client() as client:
@@ -88,6 +92,7 @@ def test_odd_paths_are_4xx_json_with_stable_codes_on_one_kept_alive_connection(s
         assert [(Path(f["path"]).name, "symlink loop" in f["error"]) for f in job["report"]["failed"]] == [("self.md", True)]
     finally:
         shutil.rmtree(loops)
+        shutil.rmtree(holder)
 
 
 @pytest.mark.parametrize("path, body", [

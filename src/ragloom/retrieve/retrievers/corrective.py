@@ -47,6 +47,7 @@ class CorrectiveOptions(BaseModel):
 class CorrectiveRetriever(Configured[CorrectiveOptions]):
     name: ClassVar[str] = "corrective"
     Options = CorrectiveOptions
+    needs_llm = True
 
     def __init__(self, options: CorrectiveOptions | None = None) -> None:
         super().__init__(options)

@@ -69,6 +69,7 @@ class HydeRetriever(Configured[HydeOptions]):
 
     name: ClassVar[str] = "hyde"
     Options = HydeOptions
+    needs_llm = True
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         llm = transform_llm(context, "HyDE")
@@ -99,6 +100,7 @@ class MultiQueryRetriever(Configured[MultiQueryOptions]):
 
     name: ClassVar[str] = "multi-query"
     Options = MultiQueryOptions
+    needs_llm = True
 
     def __init__(self, options: MultiQueryOptions | None = None) -> None:
         super().__init__(options)

@@ -35,11 +35,25 @@ router = APIRouter(prefix="/v1", route_class=JsonBodyRoute, tags=["openai-compat
 DEFAULT_MODEL = "ragloom"
 
 
+class ContentPart(BaseModel):
+    """One part of a message's content (OpenAI's content parts); the ``text`` parts are read."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    type: str
+    text: str | None = None
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):  # content parts: the text ones
+            return " ".join(p.text or "" for p in self.content if p.type == "text")
+        return self.content or ""
 
 
 class ChatCompletionRequest(BaseModel):
@@ -50,7 +64,8 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(DEFAULT_MODEL, description="ragloom (the server's answer.strategy) or a strategy name; "
                        "GET /v1/models lists them")
     messages: list[ChatMessage] = Field(..., min_length=1, max_length=10_000,
-                                        description="the conversation; the last message is the user's question")
+                                        description="the conversation; the question is the last user message with text (messages after it, "
+                                        "such as a tool's result, are left out); one is needed (422 no_user_question)")
     stream: bool = Field(False, description="true: OpenAI's chat.completion.chunk events, then [DONE]")
 
 
@@ -112,23 +127,20 @@ async def chat_completions(body: ChatCompletionRequest, index: ReadIndex, state:
 
 
 def split_messages(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
-    """The question (the last message, which must be the user's) and the history before it."""
-    last = messages[-1]
-    if last.role != "user":
-        raise ApiError(422, "last_message_not_user", f"the last message is the {last.role}'s; end the conversation "
-                       "with the user's question")
-    history = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m)}
-               for m in messages[:-1] if m.role != "tool"]
-    question = _text(last).strip()
-    if not question:
-        raise ApiError(422, "empty_question", "the last user message has no text")
-    return question, history
+    """The question (the last user message with text) and the conversation before it.
 
-
-def _text(message: ChatMessage) -> str:
-    if isinstance(message.content, list):  # content parts: the text ones
-        return " ".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
-    return message.content or ""
+    Messages after the question (a tool's result, an assistant's partial turn, as OpenAI clients
+    send while a tool call is under way) are not part of the question, and are left out; tool
+    results never enter the history, whose roles are the user's, the assistant's and the system's.
+    """
+    asked = next((i for i in range(len(messages) - 1, -1, -1)
+                  if messages[i].role == "user" and messages[i].text().strip()), None)
+    if asked is None:
+        raise ApiError(422, "no_user_question", "no user message has text; the conversation needs the user's "
+                       "question")
+    history = [{"role": "system" if m.role == "developer" else m.role, "content": m.text()}
+               for m in messages[:asked] if m.role != "tool"]
+    return messages[asked].text().strip(), history
 
 
 def completion(answer: Answer, completion_id: str, created: int, model: str, shown: Any = str) -> ChatCompletion:
