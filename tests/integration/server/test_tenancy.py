@@ -574,6 +574,13 @@ def test_the_page_in_a_browser_picks_an_index_and_shows_only_a(tenancy: Tenancy,
         browser.find_element(By.ID, "go").click()
         wait.until(lambda d: "passages" in d.find_element(By.ID, "message").text)
         page = browser.find_element(By.TAG_NAME, "body").text
+        # The address names the index chosen: picking hr, then opening that address again, keeps hr.
+        picker.select_by_value("hr")
+        wait.until(lambda d: "index=hr" in d.current_url)
+        browser.get(browser.current_url)
+        wait.until(lambda d: d.find_element(By.ID, "index").is_displayed())  # the key is kept for the tab
+        wait.until(lambda d: Select(d.find_element(By.ID, "index")).first_selected_option.text == "hr")
+        assert "index=hr" in browser.current_url
     finally:
         browser.quit()
     assert "alpha.md" in page

@@ -19,7 +19,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
-from server_helpers import running_server  # noqa: E402
+from server_helpers import API_KEY, running_server  # noqa: E402
 
 from ragloom import Index  # noqa: E402
 from ragloom.config import Config  # noqa: E402
@@ -100,7 +100,7 @@ def test_search_page_shows_status_hits_sources_and_highlights(served, browser, t
 
     # A filter error comes back as the API's code and message, shown on the page.
     box.clear()
-    box.send_keys("x" * (served.state.config.server.max_query_chars + 1))
+    type_long(browser, box, "x" * (served.state.config.server.max_query_chars + 1))
     browser.find_element(By.ID, "go").click()
     wait.until(lambda d: "query_too_long" in d.find_element(By.ID, "message").text)
     assert browser.find_elements(By.CSS_SELECTOR, "#results .hit") == []
@@ -207,7 +207,7 @@ def test_an_answer_is_text_not_markup_and_errors_show(served, browser):
         assert browser.find_elements(By.CSS_SELECTOR, "#results img") == [] and browser.title == "ragloom"
         box = browser.find_element(By.ID, "query")
         box.clear()
-        box.send_keys("x" * (served.state.config.server.max_query_chars + 1))
+        type_long(browser, box, "x" * (served.state.config.server.max_query_chars + 1))
         browser.find_element(By.ID, "ask").click()
         wait.until(lambda d: "query_too_long" in d.find_element(By.ID, "message").text)
     finally:
@@ -238,11 +238,18 @@ def test_ask_keeps_the_conversation_until_a_new_one(served, browser):
     box = browser.find_element(By.ID, "query")
     box.send_keys("How do ROS 2 nodes communicate?")
     browser.find_element(By.ID, "ask").click()
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
-    first_answer = browser.find_element(By.CSS_SELECTOR, "#turns .turn .turn-answer").text
+    wait.until(lambda d: d.find_element(By.ID, "answer-meta").text.startswith("extractive"))
+    first_answer = browser.find_element(By.ID, "answer-text").text
+    # The latest answer is shown once, in the answer box: the conversation holds only earlier turns.
+    assert not browser.find_element(By.ID, "conversation").is_displayed()
+    assert browser.find_elements(By.CSS_SELECTOR, "#turns .turn") == []
     box.send_keys("Which QoS policies do they use?")
     browser.find_element(By.ID, "ask").click()
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 2)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    wait.until(lambda d: d.find_element(By.ID, "answer-meta").text.startswith("extractive"))
+    earlier = browser.find_element(By.CSS_SELECTOR, "#turns .turn .turn-answer").text
+    assert earlier == first_answer and browser.find_element(By.ID, "answer-text").text != first_answer
+    assert browser.find_element(By.CSS_SELECTOR, "#turns .turn .turn-question").text == "How do ROS 2 nodes communicate?"
     bodies = browser.execute_script("return window.sentBodies")
     assert "history" not in bodies[0]
     history = bodies[1]["history"]
@@ -257,9 +264,11 @@ def test_ask_keeps_the_conversation_until_a_new_one(served, browser):
     wait.until(lambda d: "focused" in d.find_element(By.ID, f"hit-{number}").get_attribute("class"))
     browser.find_element(By.ID, "new-conversation").click()
     assert not browser.find_element(By.ID, "conversation").is_displayed()
+    assert not browser.find_element(By.ID, "answer").is_displayed()
     box.send_keys("What are topics?")
     browser.find_element(By.ID, "ask").click()
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    wait.until(lambda d: d.find_element(By.ID, "answer-meta").text.startswith("extractive"))
+    assert browser.find_elements(By.CSS_SELECTOR, "#turns .turn") == []
     assert "history" not in browser.execute_script("return window.sentBodies")[-1]
 
 
@@ -286,6 +295,12 @@ def ingested(served, files: dict[str, str]):
                     client.delete(f"/v1/sources/{source['id']}")
         for path in paths:
             path.unlink()
+
+
+def type_long(browser, box, text: str) -> None:
+    """Put a long text in a field at once (typing 16,000 keys one by one takes minutes), then one key."""
+    browser.execute_script("arguments[0].value = arguments[1];", box, text[:-1])
+    box.send_keys(text[-1])
 
 
 def search_for(browser, served, query: str) -> list:
@@ -344,7 +359,9 @@ def test_sources_show_their_path_relative_to_the_ingested_folder_and_open_at_the
         viewer = browser.find_element(By.ID, "viewer")
         assert viewer.get_attribute("open") is not None
         assert browser.find_element(By.ID, "viewer-title").text == "guide/index.md"
-        assert browser.find_element(By.ID, "viewer-path").text == str(served.docs / "guide" / "index.md")
+        # The server's own path is for admin keys only (this page sends none): the section instead.
+        assert browser.find_element(By.ID, "viewer-path").text == "Guide > Wombats"
+        assert str(served.docs) not in browser.find_element(By.ID, "viewer").text
         target = browser.find_element(By.ID, "viewer-target")
         assert "Wombat burrows have a single entrance tunnel." in target.text
         assert "Wombat burrows" in passage
@@ -357,6 +374,14 @@ def test_sources_show_their_path_relative_to_the_ingested_folder_and_open_at_the
         assert inside[0] and inside[1] > 0
         browser.find_element(By.ID, "viewer-close").click()
         assert browser.find_element(By.ID, "viewer").get_attribute("open") is None
+        # An admin key (the server's own) is shown where the file lies on the server.
+        browser.execute_script("const box = document.getElementById('api-key'); box.value = arguments[0];"
+                               "box.dispatchEvent(new Event('change'));", API_KEY)
+        wait.until(lambda d: d.execute_script("return callerScope") == "admin")
+        hit.find_element(By.CSS_SELECTOR, ".source").click()
+        wait.until(lambda d: d.find_element(By.ID, "viewer-path").text == str(served.docs / "guide" / "index.md"))
+        browser.find_element(By.ID, "viewer-close").click()
+        browser.execute_script("sessionStorage.removeItem('ragloom-key')")
 
 
 _LOG_ORDER = """
@@ -378,12 +403,12 @@ def test_ask_shows_sources_before_the_answer_and_enter_asks_in_ask_mode(served, 
     box = browser.find_element(By.ID, "query")
     box.send_keys("How do ROS 2 nodes communicate?")
     browser.find_element(By.ID, "ask").click()
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
+    wait.until(lambda d: d.find_element(By.ID, "answer-meta").text.startswith("extractive"))
     order = browser.execute_script("return window.order")
     assert order[0] == "results" and "answer-text" in order  # the passages came before the answer's first word
     # Enter now asks (the page is in ask mode), it does not search.
     box.send_keys("Which QoS policies do they use?" + Keys.ENTER)
-    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 2)
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#turns .turn")) == 1)
     assert len(browser.execute_script("return window.sentBodies")) == 2
     assert browser.find_element(By.ID, "ask").get_attribute("aria-pressed") == "true"
 

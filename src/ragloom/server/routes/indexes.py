@@ -21,6 +21,8 @@ class IndexRef(BaseModel):
 
 class IndexList(BaseModel):
     indexes: list[IndexRef]
+    scope: str = Field("read", description="what the caller's key may do: read, write or admin (the page shows "
+                       "the server's file paths to admins only)")
 
 
 @router.get("/indexes", response_model=IndexList, responses=ERRORS)
@@ -28,4 +30,4 @@ async def list_indexes(state: State, caller: Annotated[Caller, Depends(caller_of
     """The indexes the caller may use (an index it may not use is not listed, and answers 404)."""
     default = state.default.name
     return IndexList(indexes=[IndexRef(name=name, default=name == default, url=f"/v1/indexes/{name}")
-                              for name in state.visible(caller)])
+                              for name in state.visible(caller)], scope=caller.scope)

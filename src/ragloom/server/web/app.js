@@ -22,15 +22,22 @@ function indexBase() {
   return picker.hidden || !picker.value ? "/v1" : `/v1/indexes/${encodeURIComponent(picker.value)}`;
 }
 
+// What the caller's key may do (GET /v1/indexes): the server's own file paths are shown to admins only.
+let callerScope = "read";
+// The index the address names (?index=), chosen once the picker knows the caller's indexes.
+let wantedIndex = null;
+
 async function loadIndexes() {
   try {
-    const { indexes } = await api("/v1/indexes");
+    const { indexes, scope } = await api("/v1/indexes");
+    callerScope = scope || "read";
     const picker = $("index");
+    const wanted = indexes.some((ix) => ix.name === wantedIndex) ? wantedIndex : null;
     picker.replaceChildren(...indexes.map((ix) => {
       const option = document.createElement("option");
       option.value = ix.name;
       option.textContent = ix.name;
-      option.selected = ix.default;
+      option.selected = wanted ? ix.name === wanted : ix.default;
       return option;
     }));
     picker.hidden = indexes.length < 2;
@@ -243,7 +250,8 @@ function scoreOf(hit) {
 async function openSource(hit) {
   const viewer = $("viewer");
   $("viewer-title").textContent = hit.display_path || hit.source;
-  $("viewer-path").textContent = hit.source;
+  const where = [hit.section, hit.page ? `page ${hit.page}` : ""].filter(Boolean).join(" · ");
+  $("viewer-path").textContent = callerScope === "admin" ? hit.source : where;
   $("viewer-text").replaceChildren(el("span", "", "loading…"));
   if (!viewer.open) viewer.showModal();
   try {
@@ -291,6 +299,7 @@ function remember(kind) {
   if ($("mode").value) params.set("mode", $("mode").value);
   if ($("strategy").value && kind === "ask") params.set("strategy", $("strategy").value);
   if ($("k").value && $("k").value !== "5") params.set("k", $("k").value);
+  if (!$("index").hidden && $("index").value) params.set("index", $("index").value);
   history.replaceState(null, "", `${location.pathname}?${params}`);
 }
 
@@ -411,15 +420,19 @@ function conversationHistory() {
   return turns.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.answer.text }]);
 }
 
+// The answer box shows the latest answer; the conversation above it, the turns before that one,
+// so that no answer is shown twice.
 function showTurns() {
-  $("conversation").hidden = turns.length === 0;
-  $("turns").replaceChildren(...turns.map((turn, index) => {
+  const earlier = turns.slice(0, -1);
+  $("conversation").hidden = earlier.length === 0;
+  $("new-conversation").hidden = turns.length === 0;
+  $("turns").replaceChildren(...earlier.map((turn, index) => {
     const item = el("li", "turn");
     item.append(el("p", "turn-question", turn.question));
     const text = el("div", "turn-answer md");
     const cited = new Set(turn.answer.citations.map((c) => c.number));
     text.append(answerWithLinks(turn.answer.text, cited, () => showPassages(turn.answer)));
-    item.append(text);
+    item.append(text, el("p", "answer-meta", answerMeta(turn.answer)));
     item.dataset.turn = String(index + 1);
     return item;
   }));
@@ -452,9 +465,14 @@ function showPassages(answer) {
   const cited = new Set(answer.citations.map((c) => c.number));
   const passages = answer.context ? answer.context.passages : [];
   renderPassages(passages, cited);
+  $("answer-meta").textContent = answerMeta(answer);
+}
+
+function answerMeta(answer) {
+  const passages = answer.context ? answer.context.passages : [];
   const meta = [`${answer.strategy}${answer.model ? ` · ${answer.model}` : ""}`,
     `${answer.citations.length} cited of ${passages.length} passages`, `${answer.seconds.toFixed(1)} s`];
-  $("answer-meta").textContent = meta.concat(answer.warnings).join(" · ");
+  return meta.concat(answer.warnings).join(" · ");
 }
 
 async function runAsk() {
@@ -504,6 +522,9 @@ async function runAsk() {
 // A link with ?q= (and do=ask, mode, strategy, k) runs that query when the page opens.
 function restoreFromAddress(params) {
   const query = params.get("q");
+  if (params.get("index") && [...$("index").options].some((o) => o.value === params.get("index"))) {
+    $("index").value = params.get("index");
+  }
   if (params.get("mode")) $("mode").value = params.get("mode");
   const strategy = params.get("strategy");
   if (strategy && ![...$("strategy").options].some((o) => o.value === strategy)) {
@@ -534,12 +555,15 @@ document.addEventListener("DOMContentLoaded", () => {
     loadIndexes();
     if (lastRun) lastRun();
   });
-  $("index").addEventListener("change", () => { newConversation(); loadStatus(); loadStrategies(); });
+  $("index").addEventListener("change", () => {
+    newConversation(); loadStatus(); loadStrategies();
+    if ($("query").value) remember(currentKind);  // the address names the index chosen
+  });
   $("api-key").addEventListener("change", () => {  // a key may see other indexes than no key
     const key = $("api-key").value.trim();
     if (key) sessionStorage.setItem("ragloom-key", key);
     loadIndexes();
   });
-  loadIndexes();
-  restoreFromAddress(linked);
+  wantedIndex = linked.get("index");
+  loadIndexes().then(() => restoreFromAddress(linked));  // the picker first: the address may name an index
 });
