@@ -10,9 +10,10 @@ from rich.text import Text
 
 from ..filters import parse_cli_filters
 from .answer import print_answer, print_sources, stream_answer
+from .interrupt import stops_on_ctrl_c
 from .shared import console, state
 
-HELP = "/sources  the last answer's sources · /explain  how the last turn was searched · /reset  a new conversation · Ctrl-D  leave"
+HELP = "/sources  the last answer's sources · /explain  how the last turn was searched · /reset  a new conversation · Ctrl-D or Ctrl-C  leave"
 
 
 def chat_command(
@@ -29,18 +30,15 @@ def chat_command(
     """
     options = {"strategy": strategy, "llm": llm, "k": k, "where": parse_cli_filters(where or []), "mode": mode}
     _line_editing()
-    with state(ctx).open_index() as index:
+    with stops_on_ctrl_c(), state(ctx).open_index() as index:
         conversation = index.conversation(**options)
         console.print(Text(HELP, style="dim"), highlight=False)
         while True:
             try:
                 line = input("you> ").strip()
-            except EOFError:
+            except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: the end of the chat
                 console.print()
                 return
-            except KeyboardInterrupt:
-                console.print()
-                continue
             if not line:
                 continue
             if line.startswith("/"):

@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from .interrupt import stops_on_ctrl_c
 from .shared import console, display_path, err_console, notice, state
 
 
@@ -103,7 +104,7 @@ def watch_command(
     """
     from ..server.watch import FolderWatcher, apply_to_index
 
-    with state(ctx).open_index(create=True) as index:
+    with stops_on_ctrl_c(), state(ctx).open_index(create=True) as index:
         def report(batch, result, error) -> None:  # noqa: ANN001
             if error is not None:
                 notice("warning:", "yellow", str(error))

@@ -327,6 +327,7 @@ def run_mcp(config: Config, *, transport: str, host: str, port: int, keys_file: 
     request's key decides what it may see."""
     require("mcp.server.mcpserver", extra="mcp", feature="ragloom mcp", package="mcp")
     from .app import served_indexes
+    from .runner import GRACE_SECONDS
 
     services = {name: IndexService(cfg, readers=min(2, config.server.search_threads))
                 for name, cfg in served_indexes(config).items()}
@@ -344,7 +345,7 @@ def run_mcp(config: Config, *, transport: str, host: str, port: int, keys_file: 
         app = server.streamable_http_app(host=host)
         if not open_server:
             app = KeyRequired(app, gate, always=config.server.mcp.ingest)
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", timeout_graceful_shutdown=GRACE_SECONDS)
     finally:
         for service in services.values():
             service.close()

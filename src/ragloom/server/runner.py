@@ -11,6 +11,8 @@ from ..types import IngestReport
 from .watch import Batch
 
 log = logging.getLogger("ragloom.server")
+#: How long open requests may run on after Ctrl-C before the server stops anyway.
+GRACE_SECONDS = 5
 
 
 def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), log_level: str = "info",
@@ -34,7 +36,8 @@ def serve(config: Config, *, host: str, port: int, watch: Sequence[str] = (), lo
                                     ignore=[service.path, state.upload_dir], on_batch=log_batch)
             watcher.start()
         try:
-            uvicorn.run(app, host=host, port=port, log_level=log_level)
+            # Ctrl-C: open streams (an answer, an idle SSE client) get a few seconds, then the server stops.
+            uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=GRACE_SECONDS)
         finally:
             if watcher is not None:
                 watcher.stop()
