@@ -230,6 +230,10 @@ class UnderstandConfig(Section):
         description="name:value operators and the filter each becomes",
     )
     phrases: bool = Field(True, description='"quoted phrase": hits holding it rank first; +"phrase": must appear in every hit')
+    pasted_words: int = Field(
+        40, ge=1, description="a query of more words than this is a pasted text (a paragraph, a request): "
+        "its quotes and operators are read as words, not as phrases and filters"
+    )
     identifier_alpha: float | None = Field(
         0.5, ge=0.0, le=1.0,
         description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
@@ -294,8 +298,9 @@ class SearchConfig(FusionSettings):
         "(BENCHMARKS.md \"Relevance across queries\")"
     )
     max_query_chars: int = Field(
-        2000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
-        "(which also apply server.max_query_chars)"
+        16_000, ge=1, description="longest query searched, from the CLI, the Python API and the servers "
+        "(which also apply server.max_query_chars); a pasted page is a query: the embedder reads its first "
+        "512 tokens, BM25 its first 1,024 distinct terms, the cross-encoder its first half window"
     )
     fallback: Literal["grep", "none"] = Field(
         "grep", description="when the embedder fails or nothing scores above min_score: literal search of the "
@@ -357,7 +362,7 @@ class ServerConfig(Section):
     upload_dir: str | None = Field(None, description="where uploaded files are kept; None = <index>/uploads")
     max_upload_bytes: int = Field(50_000_000, ge=1, description="largest uploaded file")
     max_body_bytes: int = Field(100_000_000, ge=1, description="largest request body")
-    max_query_chars: int = Field(2000, ge=1, description="longest query accepted")
+    max_query_chars: int = Field(16_000, ge=1, description="longest query accepted")
     cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS; empty = CORS off")
     search_threads: int = Field(4, ge=1, description="searches served at once, each with its own store connection")
     indexes: dict[str, str] = Field(

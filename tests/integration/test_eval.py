@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +195,21 @@ def test_keyword_files_in_jsonl_and_their_errors(tmp_path: Path) -> None:
     bad.write_text("- query: q\n  keywords: [a]\n- query: r\n  keyword: [b]\n")
     with pytest.raises(ValueError, match=r"case 2: keyword"):
         load_keyword_cases(bad)
+
+
+def test_a_query_the_index_refuses_is_recorded_and_the_eval_goes_on(beir: Path, tmp_path: Path) -> None:
+    """One query over ``search.max_query_chars`` is an error of that query in the report, not of the run."""
+    long_set = tmp_path / "long-beir"
+    shutil.copytree(beir, long_set)
+    with open(long_set / "queries.jsonl", "a") as f:
+        f.write(json.dumps({"_id": "q6", "text": "magma " * 4000}) + "\n")  # 24,000 characters
+    with open(long_set / "qrels" / "test.tsv", "a") as f:
+        f.write("q6\td3\t1\n")
+    done = ragloom("eval", str(long_set), "--mode", "lexical", "--out", "out", "--cache-dir", "cache", "--quiet",
+                   cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "long-beir-test.json").read_text())
+    run = report["runs"][0]
+    assert list(run["errors"]) == ["q6"] and "search.max_query_chars" in run["errors"]["q6"]
+    assert run["per_query"]["nDCG@10"]["q6"] == 0.0 and run["per_query"]["nDCG@10"]["q2"] == 1.0
+    assert "1 queries refused" in done.stdout

@@ -60,11 +60,13 @@ def index_rows(result: EvalResult) -> list[list[str]]:
 
 
 def caption(result: EvalResult) -> str:
-    return (
+    refused = [f"{run.name}: {len(run.errors)} queries refused (scored as finding nothing; "
+               f"e.g. {next(iter(run.errors))}: {next(iter(run.errors.values()))})" for run in result.runs if run.errors]
+    return "\n".join([(
         f"{result.dataset} · {result.split} split · {result.queries} queries · top {result.k} documents · "
         f"p = paired t-test on {PRIMARY} vs {result.baseline.name}; * = p < {SIGNIFICANT} on that metric · "
         "latency per query, including the query embedding"
-    )
+    ), *refused])
 
 
 def rich_tables(result: EvalResult) -> tuple[Table, Table]:
@@ -98,7 +100,7 @@ def to_dict(result: EvalResult) -> dict[str, Any]:
             {
                 "name": run.name, "mode": run.mode, "config_file": run.config_file,
                 "metrics": run.means(), "p_values": result.p_values.get(run.name, {}),
-                "latency_ms": {"p50": run.latency_p50, "p95": run.latency_p95},
+                "latency_ms": {"p50": run.latency_p50, "p95": run.latency_p95}, "errors": run.errors,
                 "index": run.build.to_dict(), "per_query": run.per_query,
             }
             for run in result.runs

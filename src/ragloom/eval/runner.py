@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..config import Config
+from ..errors import QueryError
 from ..index import Index, IngestProgress
 from .beir import BeirDataset
 from .metrics import MEASURES, mean, paired_p_value, per_query_metrics, percentile
@@ -46,6 +47,8 @@ class RunResult:
     latencies_ms: dict[str, float] = field(default_factory=dict)
     #: metric -> query id -> value.
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: query id -> why that query could not be searched (it counts as finding nothing).
+    errors: dict[str, str] = field(default_factory=dict)
 
     def means(self) -> dict[str, float]:
         return {metric: mean(values) for metric, values in self.per_query.items()}
@@ -140,8 +143,13 @@ def _run_interleaved(
     for qid, text in queries:
         for spec, view, result, depth in zip(specs, views, results, depths):
             started = time.perf_counter()
-            docs = search_documents(view, text, k, spec.mode, depth, exclude=qid)
-            result.latencies_ms[qid] = (time.perf_counter() - started) * 1000
+            try:
+                docs = search_documents(view, text, k, spec.mode, depth, exclude=qid)
+            except QueryError as exc:  # one query the run refuses: recorded, scored as finding nothing
+                docs = {}
+                result.errors[qid] = str(exc)
+            else:
+                result.latencies_ms[qid] = (time.perf_counter() - started) * 1000
             result.run[qid] = docs
             progress.done(spec.name)
 

@@ -8,7 +8,8 @@ or boost hints; a query that looks like an identifier (``snake_case``, ``CamelCa
 ``E1234``) gets more lexical weight (``hints["alpha"]``). Operators are removed from the
 text the retrievers see. Anything that does not parse — an unknown operator, an empty
 value, a date that is not one, an unbalanced quote — stays in the text as words: the
-user's query is never an error.
+user's query is never an error. A long query (more than ``pasted_words`` words: a pasted
+paragraph or request) is searched as it is written: its quotes are punctuation, not phrases.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def understand(
     query: str, settings: UnderstandConfig, sources: Callable[[], Sequence[str]] = lambda: ()
 ) -> Understood:
     """Apply the rules to ``query``. ``sources`` lists the index's source paths (for ``source:``)."""
-    if not settings.enabled:
+    if not settings.enabled or len(query.split()) > settings.pasted_words:
         return Understood(query)
     result = Understood(query)
     text = _operators(query, settings, sources, result)

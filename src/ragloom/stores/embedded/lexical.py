@@ -13,6 +13,7 @@ import shutil
 import stat
 import tempfile
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
 
 ANALYZER = "ragloom_en"
+#: The most distinct terms of one query that BM25 scores: a 16,000-character request has about a
+#: thousand; past that, the rest of a pasted text adds cost, not ranking.
+MAX_QUERY_TERMS = 1024
 #: Files tantivy writes readable by their owner only; other users who may read the index need them.
 _PRIVATE_FILES = ("meta.json", ".managed.json")
 
@@ -226,16 +230,27 @@ class LexicalIndex:
 
     # -- searching ---------------------------------------------------------------------------
     def terms(self, query: str) -> list[str]:
-        return list(dict.fromkeys(self._analyzer.analyze(query)))
+        """The query's distinct terms, in order, at most ``MAX_QUERY_TERMS`` (a pasted page stays cheap)."""
+        return list(self.term_weights(query))
+
+    def term_weights(self, query: str) -> dict[str, int]:
+        """Each distinct term of the query (as ``terms``) with how often the query says it: a
+        term said twice counts twice, as in BM25's sum over the query's words (Lucene, bm25s)."""
+        counts = Counter(self._analyzer.analyze(query))
+        return {term: counts[term] for term in list(counts)[:MAX_QUERY_TERMS]}
+
+    def query_of(self, query: str) -> tantivy.Query:
+        """The BM25 query of ``query``'s words, each weighted by how often it is said."""
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, _weighted(tantivy.Query.term_query(self.schema, "text", t), w))
+             for t, w in self.term_weights(query).items()]
+        )
 
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
-        terms = self.terms(query)
-        if not terms or k <= 0:
+        if not self.terms(query) or k <= 0:
             return []
-        text_query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "text", t)) for t in terms]
-        )
+        text_query = self.query_of(query)
         searcher = self.index.searcher()
         if allowed_rows is None:
             hits = _top(searcher, text_query, k)
@@ -256,6 +271,10 @@ class LexicalIndex:
 # allowed rows costs ~9 ms. Fetching more than this many hits costs more than the clause does
 # (a filter keeping ~1% of the rows), so such selective filters go to the clause instead.
 OVER_FETCH_LIMIT = 10_000
+
+
+def _weighted(query: tantivy.Query, weight: int) -> tantivy.Query:
+    return query if weight == 1 else tantivy.Query.boost_query(query, float(weight))
 
 
 def _top(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> list[tuple[float, tantivy.DocAddress]]:
