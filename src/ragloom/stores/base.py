@@ -152,6 +152,12 @@ class ChunkSearch(ABC):
         """A number that changes with every write (the query cache's key); None when unknown."""
         return None
 
+    def sources_where(self, conditions: Sequence[Condition]) -> set[str]:
+        """The paths of the sources with at least one chunk passing every condition. Here by
+        reading each source's chunks; a store that can ask its index for them does so."""
+        return {r.path for r in self.list_sources()  # type: ignore[attr-defined] - a SourceRegistry's
+                if any(matches(c.metadata, conditions) for c in self.source_chunks(r.path))}
+
     def metadata_kinds(self) -> dict[str, frozenset[str]]:
         """Each metadata key the chunks hold and the kinds of its values (``filters.value_kinds``),
         for warning about filters that cannot match. Derived from ``iter_chunks``; a store that
@@ -286,7 +292,8 @@ def sources_matching(store: Store, conditions: Sequence[Condition]) -> list[Sour
     records = store.list_sources()
     if not conditions:
         return records
-    return [r for r in records if any(matches(c.metadata, conditions) for c in store.source_chunks(r.path))]
+    passing = store.sources_where(conditions)
+    return [r for r in records if r.path in passing]
 
 
 def create_store(path: Path, config: Config, read_only: bool = False) -> Store:

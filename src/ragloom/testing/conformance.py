@@ -383,6 +383,13 @@ class ChunkSearchConformance(StoreFixtures):
         assert_same_ranking(store.search_dense(query, 1000, parse_where(where)), expected)
         assert_same_ranking(store.search_dense(query, 2, parse_where(where)), expected[:2])
 
+    @pytest.mark.parametrize("where", FILTERS, ids=[repr(f) for f in FILTERS])
+    def test_sources_where_are_the_sources_of_the_chunks_that_pass(self, shared: tuple, where: dict) -> None:
+        store, written = shared
+        conditions = parse_where(where)
+        expected = {chunk.source for chunk, _ in written.values() if matches(chunk.metadata, conditions)}
+        assert store.sources_where(conditions) == expected
+
     def test_metadata_kinds_name_every_key_and_the_kinds_of_its_values(self, shared: tuple) -> None:
         store, written = shared
         assert store.metadata_kinds() == value_kinds(c.metadata for c, _ in written.values())

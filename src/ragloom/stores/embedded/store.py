@@ -66,6 +66,8 @@ class EmbeddedStore(CatalogBacked, Store):
         # Allowed rows of the last few filters at the matrix's generation: a hybrid search asks
         # twice (dense and BM25 halves), and users repeat filters.
         self._allowed: dict[tuple[int, str], np.ndarray] = {}
+        #: (generation, rows, source number of each row, source paths): ``sources_where``'s table.
+        self._row_source_table: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def open(cls, path: Path, config: Config, read_only: bool = False) -> EmbeddedStore:
@@ -308,6 +310,27 @@ class EmbeddedStore(CatalogBacked, Store):
                 del self._allowed[next(iter(self._allowed))]
         self._allowed[key] = allowed  # most recently used last
         return allowed
+
+    def sources_where(self, conditions: Sequence[Condition]) -> set[str]:
+        """The filter's rows (cached per filter and generation, as searches use them) mapped to
+        their sources through a row -> source table read once per generation: no chunk is read."""
+        self._ensure_fresh()
+        allowed = self._allowed_rows(conditions)
+        if allowed is None:
+            return {r.path for r in self.list_sources()}
+        rows, codes, names = self._row_sources()
+        found = codes[np.searchsorted(rows, allowed)] if len(allowed) else codes[:0]
+        return {str(names[code]) for code in np.unique(found)}
+
+    def _row_sources(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows ascending, each row's source number, the source paths), for this generation."""
+        generation = self.matrix.generation
+        if self._row_source_table is None or self._row_source_table[0] != generation:
+            pairs = self.catalog.db.execute("SELECT row, source FROM chunks ORDER BY row").fetchall()
+            rows = np.fromiter((row for row, _ in pairs), dtype=np.int64, count=len(pairs))
+            names, codes = np.unique(np.array([source for _, source in pairs], dtype=object), return_inverse=True)
+            self._row_source_table = (generation, rows, codes, names)
+        return self._row_source_table[1:]
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         self._ensure_fresh()
