@@ -50,7 +50,7 @@ def features(answer, scorer) -> dict[str, float]:  # noqa: ANN001 - an Answer an
     passages = answer.context.passages if answer.context else []
     return {"sentence": best_probability(answer),
             "passage": float(max(scorer.score(answer.question, [p.text for p in passages]), default=0.0)),
-            "cosine": max((p.hit.relevance or 0.0 for p in passages), default=0.0)}
+            "cosine": max((p.hit.relevance or 0.0 for p in passages), default=0.0), "text": answer.text}
 
 
 def measure(args: argparse.Namespace) -> list[dict]:

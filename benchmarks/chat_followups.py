@@ -1,0 +1,97 @@
+"""Follow-ups through the OpenAI-compatible endpoint: is a gold passage cited more with the history?
+
+The convqa-dev follow-up turns that have gold passages (MTRAG-UN) are asked of a real ``ragloom
+serve`` app (in this process, under uvicorn) through the official ``openai`` SDK, with the
+extractive strategy (no LLM): once with the earlier turns as the conversation (user and assistant
+messages), once as the last question alone. A turn scores 1 when one of the answer's citations is
+a gold passage. Conversations are split in two by a hash of their id (``conversations.py``'s
+halves): "tune" and "report"; both are printed per domain, report is the figure to quote.
+
+    python benchmarks/chat_followups.py --data ../shared/datasets/convqa-dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conversations import followups, half  # noqa: E402
+
+SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+
+
+def serve_index(index_dir: Path, corpus: Path):  # noqa: ANN201 - (url, server, thread, chunk -> doc id)
+    import uvicorn
+
+    from ragloom import Config, Index
+    from ragloom.server.app import create_app
+
+    config = Config.from_dict({"index": str(index_dir), "server": {"search_threads": 2}})
+    with Index.open(index_dir, config) as index:
+        index.ingest([corpus])
+        doc_of = {chunk.id: chunk.doc_id for chunk in index.store.iter_chunks()}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.1)
+    return f"http://127.0.0.1:{port}/v1", server, thread, doc_of
+
+
+def messages(row: dict, with_history: bool) -> list[dict]:
+    earlier = [{"role": t.role, "content": t.content} for t in row["history"]] if with_history else []
+    return [*earlier, {"role": "user", "content": row["question"]}]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=SHARED / "convqa-dev")
+    parser.add_argument("--limit", type=int, default=0, help="follow-up turns (0: all)")
+    args = parser.parse_args()
+    import openai
+
+    rows = followups(args.data)[: args.limit or None]
+    domains = {c["_id"]: c.get("domain") or c.get("source") for c in map(json.loads, (args.data / "conversations.jsonl")
+                                                                          .read_text().splitlines())}
+    work = Path(tempfile.mkdtemp(prefix="chat-followups-"))
+    url, server, thread, doc_of = serve_index(work / "index", args.data / "corpus.jsonl")
+    client = openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
+    cited: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    try:
+        for n, row in enumerate(rows, 1):
+            domain = domains.get(row["id"]) or "?"
+            for way, with_history in (("history", True), ("alone", False)):
+                reply = client.chat.completions.create(model="extractive", messages=messages(row, with_history))
+                docs = {doc_of.get(c["chunk_id"]) for c in reply.model_extra.get("citations", [])}
+                hit = float(bool(docs & set(row["gold"])))
+                for group in (half(row["id"]), "all"):
+                    cited[(group, domain, way)].append(hit)
+                    cited[(group, "every source", way)].append(hit)
+            if n % 20 == 0:
+                print(f"{n}/{len(rows)}", file=sys.stderr, flush=True)
+    finally:
+        server.should_exit = True
+        thread.join()
+    print("| half | source | turns | gold cited, with history | gold cited, question alone | gain |")
+    print("|---|---|---|---|---|---|")
+    for group in ("tune", "report", "all"):
+        for domain in sorted({d for g, d, _ in cited if g == group}):
+            with_h, alone = cited[(group, domain, "history")], cited[(group, domain, "alone")]
+            a, b = sum(with_h) / len(with_h), sum(alone) / len(alone)
+            print(f"| {group} | {domain} | {len(with_h)} | {a:.3f} | {b:.3f} | {a - b:+.3f} |")
+
+
+if __name__ == "__main__":
+    main()
