@@ -40,3 +40,14 @@ def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith("RAGLOOM_"):
             monkeypatch.delenv(name)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory):
+    """A real PostgreSQL 16 with pgvector (the ``pgserver`` wheel), one per test session."""
+    pytest.importorskip("pgserver")
+    pytest.importorskip("psycopg")
+    from ragloom.testing.postgres import PostgresServer
+
+    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
+        yield server

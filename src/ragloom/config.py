@@ -161,6 +161,22 @@ class QdrantStoreConfig(Section):
     timeout: int = Field(60, ge=1, description="seconds to wait for the server on each request")
 
 
+class PostgresStoreConfig(Section):
+    url: str | None = Field(
+        None, description="libpq URL or conninfo of the database, e.g. postgresql://USER@HOST:5432/DB "
+        "(postgresql://USER@/DB?host=/socket/dir for a unix socket); a query parameter index=NAME names the index",
+    )
+    index: str = Field("default", description="name of the index in the database (several live side by side)")
+    language: str = Field("english", description="PostgreSQL text search configuration the lexical side analyses with")
+    pool_size: int = Field(4, ge=1, description="connections the store keeps open to the database")
+    exact_rows: int = Field(
+        20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
+    hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree (pgvector `m`)")
+    hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build breadth (pgvector `ef_construction`)")
+    hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW search breadth, raised for larger k")
+    connect_timeout: int = Field(10, ge=1, description="seconds to wait for the database when connecting")
+
+
 class AnnConfig(Section):
     threshold: int = Field(
         200_000, ge=1,
@@ -180,11 +196,12 @@ class EmbeddedStoreConfig(Section):
 class StoreConfig(Section):
     backend: str = Field(
         "embedded",
-        description="embedded (SQLite + exact vectors + tantivy BM25), chroma or qdrant (settings below)",
+        description="embedded (SQLite + exact vectors + tantivy BM25), chroma, qdrant or postgres (settings below)",
     )
     embedded: EmbeddedStoreConfig = Field(default_factory=EmbeddedStoreConfig)
     chroma: ChromaStoreConfig = Field(default_factory=ChromaStoreConfig)
     qdrant: QdrantStoreConfig = Field(default_factory=QdrantStoreConfig)
+    postgres: PostgresStoreConfig = Field(default_factory=PostgresStoreConfig)
 
     @model_validator(mode="before")
     @classmethod
