@@ -162,7 +162,8 @@ class PostgresStore(CatalogBacked, Store):
 
     # -- housekeeping -------------------------------------------------------------------------
     @contextmanager
-    def write_lock(self) -> Iterator[None]:
+    def write_lock(self, folder: Path) -> Iterator[None]:
+        """The index's writer lock in the database (every replica sees it; waits for it)."""
         with self.database.writer_session():
             yield
 
