@@ -50,12 +50,11 @@ def test_a_server_that_is_down_is_one_line(tmp_path):
 
 def test_a_wrong_password_is_one_line(postgres_server, tmp_path):
     postgres_server.execute("DO $$ BEGIN CREATE ROLE pwuser LOGIN PASSWORD 'right'; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    hba = tmp_path.parent / "hba-done"
     pg_hba = postgres_server.data_dir / "pgdata" / "pg_hba.conf"
     if "pwuser" not in pg_hba.read_text():
         pg_hba.write_text("local all pwuser scram-sha-256\n" + pg_hba.read_text())
         postgres_server.execute("SELECT pg_reload_conf()")
-    hba.touch()
+    _wait_for_password_check(postgres_server.socket_dir)
     url = f"postgresql://pwuser:wrong@/postgres?host={postgres_server.socket_dir}"
     with pytest.raises(AuthenticationError) as caught:
         create_store(tmp_path, _config(url, "docs"))
@@ -146,3 +145,17 @@ def test_indexes_side_by_side_in_one_database(open_store):
     second.replace_source(record_for("z.md", chunks), chunks, np.stack([unit_vector(1)]))
     assert [s.path for s in second.list_sources()] == ["z.md"]
     assert first.search_lexical("zebra", 5) == [] and len(second.search_lexical("zebra", 5)) == 1
+
+
+def _wait_for_password_check(socket_dir: str) -> None:
+    """The server reloads pg_hba.conf on a signal: wait until it asks pwuser for a password."""
+    import time
+
+    import psycopg
+
+    for _ in range(100):
+        try:
+            psycopg.connect(f"postgresql://pwuser:wrong@/postgres?host={socket_dir}").close()
+        except psycopg.OperationalError:
+            return
+        time.sleep(0.05)
