@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
 from typing import Any
 
 from .. import errors

@@ -159,3 +159,25 @@ def _wait_for_password_check(socket_dir: str) -> None:
         except psycopg.OperationalError:
             return
         time.sleep(0.05)
+
+
+def test_keys_in_the_database_are_shared_by_every_replica(postgres_server):
+    from ragloom.server.keys import open_keys
+
+    url = postgres_server.url()
+    first, second = open_keys(url), open_keys(url)
+    try:
+        name = "k" + uuid.uuid4().hex[:8]
+        key, record = first.add(name, scopes=["write"], indexes=["docs"], rate=2.0, burst=2)
+        assert second.lookup(key) == record and name in second.names()
+        assert key not in str(second.records())  # only the hash is kept
+        # One bucket for every replica: two requests pass, the third (on either) waits.
+        assert first.take(name, 2.0, 2) == 0.0 and second.take(name, 2.0, 2) == 0.0
+        assert first.take(name, 2.0, 2) > 0 and second.take(name, 2.0, 2) > 0
+        first.revoke(name)
+        assert second.lookup(key) is None  # at once, on the other replica
+        with pytest.raises(Exception, match="no key named"):
+            second.revoke(name)
+    finally:
+        first.close()
+        second.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,7 +37,8 @@ class Database:
     """One index's pool, schema check and transactions."""
 
     def __init__(self, address: Address, *, language: str = "english", pool_size: int = 4,
-                 connect_timeout: int = 10, read_only: bool = False) -> None:
+                 connect_timeout: int = 10, read_only: bool = False,
+                 prepare: Callable[[Any, bool], None] | None = None) -> None:
         self.address = address
         self.read_only = read_only
         self.language = language
@@ -47,7 +48,7 @@ class Database:
         self.write_key = lock_key("ragloom.write", address.schema)
         self.session_key = lock_key("ragloom.writer", address.schema)
         self._local = threading.local()
-        self._prepare(create=not read_only)
+        self._prepare(create=not read_only, tables=prepare or self._index_tables)
         self.pool = _shared_pool(address, self._options(), pool_size)
 
     def _options(self) -> dict[str, Any]:
@@ -64,7 +65,7 @@ class Database:
         _register_vector(connection)
         return connection
 
-    def _prepare(self, create: bool) -> None:
+    def _prepare(self, create: bool, tables: Callable[[Any, bool], None]) -> None:
         try:
             connection = self.psycopg.connect(self.address.conninfo, **self._options())
         except self.psycopg.OperationalError as exc:
@@ -72,13 +73,17 @@ class Database:
         with connection:
             self._ensure_extension(connection)
             _register_vector(connection)
-            with connection.transaction():
-                connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.write_key,))
-                found = _schema_version(connection, self.address.schema)
-                if found is None and create:
-                    create_schema(connection, self.address.schema, self.language)
-                    found = SCHEMA_VERSION
-                check_version(found, self.address)
+            tables(connection, create)
+
+    def _index_tables(self, connection: Any, create: bool) -> None:
+        """Create the index's tables when missing (and allowed); check their version."""
+        with connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.write_key,))
+            found = _schema_version(connection, self.address.schema)
+            if found is None and create:
+                create_schema(connection, self.address.schema, self.language)
+                found = SCHEMA_VERSION
+            check_version(found, self.address)
 
     def _ensure_extension(self, connection: Any) -> None:
         errors = self.psycopg.errors
