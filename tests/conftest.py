@@ -43,11 +43,20 @@ def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory):
-    """A real PostgreSQL 16 with pgvector (the ``pgserver`` wheel), one per test session."""
+def postgres_server():
+    """A real PostgreSQL 16 with pgvector (the ``pgserver`` wheel), one per test session. Its folder
+    is not under pytest's (private to this user): run as root, pgserver runs the server as its own user."""
     pytest.importorskip("pgserver")
     pytest.importorskip("psycopg")
+    import shutil
+    import tempfile
+
     from ragloom.testing.postgres import PostgresServer
 
-    with PostgresServer(tmp_path_factory.mktemp("postgres")) as server:
-        yield server
+    folder = Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
+    folder.chmod(0o755)
+    try:
+        with PostgresServer(folder) as server:
+            yield server
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -367,6 +367,9 @@ class ServerConfig(Section):
         "variable; with neither, writes are refused",
     )
     require_key_for_reads: bool = Field(False, description="ask for the API key on searches and listings too")
+    job_lease: float = Field(
+        30.0, gt=0, description="seconds an ingest job kept in a shared store (postgres) stays with its replica without "
+        "a sign of life; then another replica takes it over")
     allowed_roots: list[str] = Field(
         default_factory=list, description="folders whose files POST /v1/ingest and the MCP ingest tool may read by path; "
         "empty = ingest by path is refused (uploads still work)",

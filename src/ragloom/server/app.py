@@ -34,7 +34,7 @@ from ..paths import PathPolicy
 from ..types import IngestReport
 from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
-from .jobs import IngestJobs
+from .jobs import IngestJobs, create_jobs
 from .keys import open_keys
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
@@ -149,7 +149,7 @@ def create_app(config: Config, service: IndexService | None = None, *,
         svc = all_services[name]
         upload_dir = Path(settings.upload_dir).expanduser() / name if settings.upload_dir and len(order) > 1 else (
             Path(settings.upload_dir).expanduser() if settings.upload_dir else svc.path / "uploads")
-        indexes[name] = Served(name, svc, IngestJobs(svc, on_finish=on_finish), upload_dir.resolve())
+        indexes[name] = Served(name, svc, create_jobs(svc, on_finish=on_finish), upload_dir.resolve())
     default = next(iter(indexes.values()))
     metrics = Metrics(default.service.stats, lambda: sum(s.jobs.running() for s in indexes.values()))
     api_key = configured_key(settings)

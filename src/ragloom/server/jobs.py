@@ -135,18 +135,7 @@ class IngestJobs:
             job.state, job.started_at = "running", time.time()
             report: IngestReport | None = None
             try:
-                with self.service.writing() as index:
-                    report = IngestReport()
-                    for path in work.remove:
-                        try:
-                            report.removed.extend(index.remove(path))
-                        except SourceNotFoundError:
-                            pass
-                    if work.paths:
-                        done = index.ingest(work.paths, glob=work.glob, progress=_JobProgress(job), policy=work.policy,
-                                            metadata=work.metadata)
-                        done.removed[:0] = report.removed
-                        report = done
+                report = run_ingest(self.service, work, _JobProgress(job))
                 job.report = report_model(report)
                 self._reports[job.id] = report
                 job.state = "done"
@@ -163,3 +152,31 @@ class IngestJobs:
                     event.set()
                 if self.on_finish is not None:
                     self.on_finish(job, report)
+
+
+def run_ingest(service: IndexService, work: _Work, progress: IngestProgress) -> IngestReport:
+    """Remove the sources ``work.remove``, then ingest ``work.paths``, holding the service's writer."""
+    with service.writing() as index:
+        report = IngestReport()
+        for path in work.remove:
+            try:
+                report.removed.extend(index.remove(path))
+            except SourceNotFoundError:
+                pass
+        if work.paths:
+            done = index.ingest(work.paths, glob=work.glob, progress=progress, policy=work.policy,
+                                metadata=work.metadata)
+            done.removed[:0] = report.removed
+            report = done
+    return report
+
+
+def create_jobs(service: IndexService, on_finish: Callable[[IngestJobModel, IngestReport | None], None] | None = None
+                ) -> IngestJobs:
+    """The ingest jobs of a service: in the store when it keeps them (every replica sees them), else in memory."""
+    shared = service.writer.store.ingest_jobs()
+    if shared is None:
+        return IngestJobs(service, on_finish=on_finish)
+    from .shared_jobs import SharedIngestJobs
+
+    return SharedIngestJobs(service, shared, on_finish=on_finish)

@@ -217,6 +217,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         when this store has none (they are then not available)."""
         return None
 
+    def ingest_jobs(self) -> Any | None:
+        """The table of ingest jobs every server over this store shares (see
+        ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
+        return None
+
     # -- housekeeping -----------------------------------------------------------------
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Bring derived indexes up to date after a batch of writes."""

@@ -2,13 +2,13 @@
 
 ``--index DIR`` (or ``index:`` in ragloom.yaml) is a folder; ``--index postgresql://...?index=NAME``
 is an index of the postgres store, and then the process keeps only caches on its own disk, in
-a folder of the user's cache directory named after the address (never the password).
+a folder of the temporary directory named after the address (never the password).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+import tempfile
 from pathlib import Path
 
 from ..config import Config
@@ -32,10 +32,11 @@ def locate(index: str | Path | None, config: Config) -> tuple[Path, Config]:
 
 
 def cache_folder(address: str) -> Path:
-    """This process's cache folder for a server-held index (models' outputs, uploads in flight)."""
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    """The local folder of a server-held index: caches, and the files uploaded to it. The same
+    path on every machine (the system's temporary folder, named after the address), since an
+    uploaded file's path is its source id: every replica must write it where the others do."""
     digest = hashlib.sha256(mask_password(address).encode()).hexdigest()[:16]
-    return root / "ragloom" / "remote-indexes" / digest
+    return Path(tempfile.gettempdir()) / f"ragloom-{digest}"
 
 
 def shown(index: str | Path) -> str:

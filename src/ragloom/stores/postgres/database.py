@@ -91,7 +91,9 @@ class Database:
         if row is not None:
             return
         try:
-            connection.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")  # a constant, not input
+            with connection.transaction():  # two replicas starting at once: one creates it
+                connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("ragloom.extension"),))
+                connection.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")  # a constant, not input
         except (errors.FeatureNotSupported, errors.UndefinedFile, errors.InsufficientPrivilege,
                 errors.UndefinedObject) as exc:
             raise StoreError(

@@ -27,6 +27,7 @@ from . import search
 from .address import Address, parse_address
 from .catalog import PostgresCatalog
 from .database import Database, exists
+from .jobs import PostgresJobs
 
 
 def address_of(settings: PostgresStoreConfig) -> Address:
@@ -63,6 +64,9 @@ class PostgresStore(CatalogBacked, Store):
 
     def catalog_database(self) -> None:
         return None
+
+    def ingest_jobs(self) -> PostgresJobs:
+        return PostgresJobs(self.settings.url or "", self.address.index)
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
