@@ -95,6 +95,74 @@ def quality(args: argparse.Namespace) -> None:
             print(f"| lexical, ts_rank_cd instead of BM25 | | {ts:.4f} | |")
 
 
+def scale(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(ROOT))
+    from synthetic import DIM, make_batch, make_queries
+
+    from ragloom.filters import parse_where
+    from ragloom.stores.base import create_store
+    from ragloom.types import Chunk, SourceRecord, content_hash
+
+    url = database_url(args, f"synthetic{args.chunks}")
+    config = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url}}})
+    store = create_store(Path(args.pg_dir), config)
+    if store.count() != args.chunks:
+        for record in store.list_sources():
+            store.delete_source(record.path)
+        if store.embedder_info() is None:
+            store.set_embedder_info({"model_id": "synthetic", "dimension": DIM})
+        started = time.perf_counter()
+        for first in range(0, args.chunks, 1000):
+            count = min(1000, args.chunks - first)
+            vectors, texts, assignment = make_batch(first, count)
+            source = f"/synthetic/source-{first // 1000:05d}.txt"
+            batch = [Chunk(id=f"{i:012d}", text=texts[i - first], source=source, doc_id=str(i), chunk_index=i - first,
+                           start=0, end=len(texts[i - first]), policy="synthetic",
+                           content_hash=content_hash(texts[i - first] + str(i)), token_count=60,
+                           metadata={"group": int(i % 10), "cluster": int(assignment[i - first])})
+                     for i in range(first, first + count)]
+            store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), batch, vectors)
+        load = time.perf_counter() - started
+        started = time.perf_counter()
+        store.flush()  # builds the HNSW index
+        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (under load); "
+              f"HNSW build {time.perf_counter() - started:.0f} s", flush=True)
+    store.optimize()
+    queries, texts = make_queries(args.queries, args.chunks)
+    ten_percent = parse_where({"group": 3})
+    exact = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url, "exact_rows": 10**9}}})
+    exact_store = create_store(Path(args.pg_dir), exact)
+    rows = []
+    for name, run in [
+        ("dense", lambda q, t: store.search_dense(q, 10)),
+        ("dense, 10% filter", lambda q, t: store.search_dense(q, 10, ten_percent)),
+        ("lexical (BM25)", lambda q, t: store.search_lexical(t, 10)),
+        ("hybrid (both halves)", lambda q, t: store.search_both(q, t, 10)),
+        ("hybrid, 10% filter", lambda q, t: store.search_both(q, t, 10, ten_percent)),
+    ]:
+        times, found = [], []
+        for q, t in zip(queries, texts):
+            began = time.perf_counter()
+            found.append(run(q, t))
+            times.append((time.perf_counter() - began) * 1000)
+        rows.append((name, times, found))
+    truth = [[c.chunk_id for c in exact_store.search_dense(q, 10)] for q in queries]
+    truth_filtered = [[c.chunk_id for c in exact_store.search_dense(q, 10, ten_percent)] for q in queries]
+    print(f"\n{args.chunks:,} synthetic 384-d chunks, {args.queries} queries, database {store.disk_bytes() / 1e6:,.0f} MB"
+          " (timings under load)")
+    print("| search | p50 ms | p95 ms | recall@10 vs exact |")
+    print("|---|---|---|---|")
+    for name, times, found in rows:
+        recall = ""
+        if name.startswith("dense"):
+            expected = truth_filtered if "filter" in name else truth
+            hits = [[c.chunk_id for c in f] for f in found]
+            recall = f"{np.mean([len(set(h) & set(e)) / max(len(e), 1) for h, e in zip(hits, expected)]):.3f}"
+        print(f"| {name} | {np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} | {recall} |")
+    exact_store.close()
+    store.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=["quality", "scale"])
@@ -109,8 +177,6 @@ def main() -> None:
     if args.what == "quality":
         quality(args)
     else:
-        from postgres_scale import scale
-
         scale(args)
 
 

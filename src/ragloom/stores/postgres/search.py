@@ -107,9 +107,17 @@ def has_hnsw(connection: Any) -> bool:
     ).fetchone() is not None
 
 
+def set_dimension(connection: Any, dimension: int) -> None:
+    """Give the (still empty) vector column its dimension, which an HNSW index needs."""
+    connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+
+
 def build_hnsw(connection: Any, dimension: int, m: int, ef_construction: int) -> None:
     """Give the vector column its dimension and build the HNSW index (cosine)."""
-    connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+    typmod = connection.execute(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()[0]
+    if typmod != int(dimension):  # set when the embedder was recorded, unless the index predates that
+        connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
     connection.execute(
         f"CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)"
         f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
