@@ -23,7 +23,9 @@ from ..base import AuditEntry
 from ..embedded.catalog import _search_entry, search_from_event
 from . import audit as chain
 from . import chunks as chunk_rows
-from .database import Database
+from .address import parse_address
+from .database import Database, exists
+from .jobs import PostgresJobs
 
 _SOURCE_COLUMNS = "path, content_hash, mtime, size, chunk_count, ingested_at, loader, policy"
 
@@ -136,3 +138,16 @@ class PostgresCatalog:
 
     def close(self) -> None:
         self.database.close()
+
+
+def open_postgres_catalog(url: str, read_only: bool = False) -> PostgresCatalog:
+    """A catalog in PostgreSQL for a store whose chunks live elsewhere (Qdrant, Chroma)."""
+    return PostgresCatalog(Database(parse_address(url), read_only=read_only))
+
+
+def catalog_exists(url: str) -> bool:
+    return exists(parse_address(url))
+
+
+def catalog_jobs(url: str) -> PostgresJobs:
+    return PostgresJobs(url, parse_address(url).index)
