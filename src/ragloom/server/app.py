@@ -34,7 +34,8 @@ from ..paths import PathPolicy
 from ..types import IngestReport
 from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
-from .jobs import IngestJobs, create_jobs
+from .jobs import IngestJobs
+from .shared_jobs import create_jobs
 from .keys import open_keys
 from .metrics import Metrics
 from .openapi import describe_api, methods_at

@@ -170,13 +170,3 @@ def run_ingest(service: IndexService, work: _Work, progress: IngestProgress) -> 
             report = done
     return report
 
-
-def create_jobs(service: IndexService, on_finish: Callable[[IngestJobModel, IngestReport | None], None] | None = None
-                ) -> IngestJobs:
-    """The ingest jobs of a service: in the store when it keeps them (every replica sees them), else in memory."""
-    shared = service.writer.store.ingest_jobs()
-    if shared is None:
-        return IngestJobs(service, on_finish=on_finish)
-    from .shared_jobs import SharedIngestJobs
-
-    return SharedIngestJobs(service, shared, on_finish=on_finish)

@@ -159,3 +159,12 @@ def _write_uploads(files: dict[str, bytes]) -> None:
         tmp = path.with_name(f".upload-{uuid.uuid4().hex[:8]}")
         tmp.write_bytes(data)
         os.replace(tmp, path)
+
+
+def create_jobs(service: IndexService, on_finish: Callable[[IngestJobModel, IngestReport | None], None] | None = None
+                ) -> IngestJobs:
+    """The ingest jobs of a service: in the store when it keeps them (every replica sees them), else in memory."""
+    shared = service.writer.store.ingest_jobs()
+    if shared is None:
+        return IngestJobs(service, on_finish=on_finish)
+    return SharedIngestJobs(service, shared, on_finish=on_finish)
