@@ -23,9 +23,8 @@ from typing import Any
 from ..errors import RagloomError
 from ..paths import PathPolicy
 from ..types import IngestReport
-from .errors import error_body
-from .jobs import IngestJobs, _JobProgress, _Work, run_ingest
-from .schemas import IngestJobModel, report_model
+from .jobs import IngestJobs, _JobProgress, _Work, run_ingest, run_recorded
+from .schemas import IngestJobModel
 from .service import IndexService
 
 log = logging.getLogger("ragloom.server")
@@ -113,24 +112,7 @@ class SharedIngestJobs(IngestJobs):
         renewing = threading.Event()
         heart = threading.Thread(target=self._renew, args=(job, renewing), daemon=True)
         try:
-            if int(work.get("attempts", 1)) > MAX_ATTEMPTS:
-                raise RagloomError(f"the replicas running this job stopped {MAX_ATTEMPTS} times; submit it again")
-            job.state, job.started_at = "running", time.time()
-            heart.start()
-            _write_uploads(files)
-            policy = work.get("policy")
-            report = run_ingest(self.service, _Work(
-                job, list(work["paths"]), list(work["remove"]), work.get("glob"),
-                PathPolicy(policy["roots"], what=policy["what"]) if policy else None, work.get("metadata")),
-                _JobProgress(job))
-            job.report = report_model(report)
-            self._reports[job.id] = report
-            job.state = "done"
-        except Exception as exc:  # the job records any failure; the worker keeps going
-            if not isinstance(exc, RagloomError):
-                log.exception("ingest job %s failed", job.id)
-            job.error = error_body(exc)
-            job.state = "failed"
+            report = run_recorded(job, lambda: self._ingest(job, work, files, heart), self._reports)
         finally:
             renewing.set()
             if heart.is_alive():
@@ -139,6 +121,19 @@ class SharedIngestJobs(IngestJobs):
             self.table.finish(job.model_dump(mode="json"), self.replica)
             if self.on_finish is not None:
                 self.on_finish(job, report)
+
+    def _ingest(self, job: IngestJobModel, work: dict[str, Any], files: dict[str, bytes],
+                heart: threading.Thread) -> IngestReport:
+        if int(work.get("attempts", 1)) > MAX_ATTEMPTS:
+            raise RagloomError(f"the replicas running this job stopped {MAX_ATTEMPTS} times; submit it again")
+        job.state, job.started_at = "running", time.time()
+        heart.start()
+        _write_uploads(files)
+        policy = work.get("policy")
+        return run_ingest(self.service, _Work(
+            job, list(work["paths"]), list(work["remove"]), work.get("glob"),
+            PathPolicy(policy["roots"], what=policy["what"]) if policy else None, work.get("metadata")),
+            _JobProgress(job))
 
     def _renew(self, job: IngestJobModel, stop: threading.Event) -> None:
         """Save the job's progress and keep its lease, a few times a lease, until it ends."""
