@@ -9,7 +9,8 @@ def hoist_global_options(args: list[str], group: Any) -> list[str]:
     """Move global options written after the command (``ragloom ingest docs -e onnx``) in front of it.
 
     click only reads a group's options before the subcommand. An option that the command
-    itself defines (``eval --config``) stays where it is, and so does everything after ``--``.
+    itself defines (``eval --config``), or a subcommand of a command group
+    (``keys add --index docs``), stays where it is, and so does everything after ``--``.
     """
     def table(params: Any) -> dict[str, Any]:
         return {opt: p for p in params for opt in (*p.opts, *p.secondary_opts) if opt.startswith("-")}
@@ -34,7 +35,7 @@ def hoist_global_options(args: list[str], group: Any) -> list[str]:
     command = group.commands.get(args[position]) if position < len(args) else None
     if command is None:
         return args
-    own = table(command.params)
+    own = _own_options(command, args[position + 1:], table, option_of, width)
     moved: list[str] = []
     kept: list[str] = []
     rest = args[position + 1:]
@@ -58,3 +59,27 @@ def hoist_global_options(args: list[str], group: Any) -> list[str]:
         kept.append(rest[i])
         i += 1
     return [*args[:position], *moved, args[position], *kept]
+
+
+def _own_options(command: Any, rest: list[str], table: Any, option_of: Any, width: Any) -> dict[str, Any]:
+    """The options of ``command`` and of the subcommands that ``rest`` names, group by group.
+
+    ``keys add --index docs`` gives a key an index: the ``--index`` is ``add``'s, not the global
+    option, even though the group ``keys`` itself has no such option.
+    """
+    own = table(command.params)
+    i = 0
+    while getattr(command, "commands", None) and i < len(rest):
+        arg = rest[i]
+        if arg == "--":
+            break
+        if arg.startswith("-"):
+            param, attached = option_of(arg, table(command.params))
+            i += width(param, attached) if param is not None else 1
+            continue
+        command = command.commands.get(arg)
+        if command is None:
+            break
+        own.update(table(command.params))
+        i += 1
+    return own

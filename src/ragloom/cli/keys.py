@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .shared import console
+from .shared import console, state
 
 keys_app = typer.Typer(
     help="Scoped API keys for `ragloom serve --keys-file FILE`.\n\n"
@@ -22,11 +22,13 @@ KEYS_FILE = typer.Option(
 
 @keys_app.command("add")
 def add_command(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="The key's name (recorded in the audit log instead of the key)."),
     scope: Optional[list[str]] = typer.Option(
         None, "--scope", help="read (search, context, ask, sources), write (also ingest, delete) or admin (also "
         "every tenant's audit log and metrics); default read."),
-    index: Optional[list[str]] = typer.Option(None, "--index", help="An index the key may use (repeatable; default all)."),
+    index: Optional[list[str]] = typer.Option(
+        None, "--index", "-i", help="An index the key may use (repeatable; default all)."),
     where: Optional[list[str]] = typer.Option(
         None, "--where", help="FIELD=VALUE ANDed to every read the key makes, and stamped on what it uploads (repeatable)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="Requests a second (token bucket); past it: 429."),
@@ -39,14 +41,40 @@ def add_command(
     """
     from ..server.keys import open_keys, parse_key_where
 
+    _check_index_names(ctx, index or [])
     key, record = open_keys(keys_file).add(name, scopes=scope or [], indexes=index or [],
                                           where=parse_key_where(where or []), rate=rate, burst=burst)
-    limits = f", indexes {', '.join(record.indexes)}" if record.indexes else ""
-    limits += f", where {json.dumps(record.where)}" if record.where else ""
-    limits += f", {record.rate:g} requests/s" if record.rate else ""
-    console.print(f"added key {record.name!r} ({record.scope}{limits}); store it now, it is not shown again:",
-                  highlight=False)
+    console.print(f"added key {record.name!r}: {describe(record)}", highlight=False)
+    console.print("store the key now, it is not shown again:", highlight=False)
     print(key, flush=True)
+
+
+def describe(record) -> str:  # noqa: ANN001 - a server.keys.KeyRecord, imported lazily
+    """What a key may do, as stored: scope, indexes, filter and rate, each said even when open."""
+    indexes = ", ".join(record.indexes) if record.indexes else "every index (no --index given)"
+    where = json.dumps(record.where) if record.where else "none (every document)"
+    rate = f"{record.rate:g} requests/s" if record.rate else "unlimited"
+    return f"scope {record.scope}; indexes {indexes}; where {where}; rate {rate}"
+
+
+def _check_index_names(ctx: typer.Context, names: list[str]) -> None:
+    """Refuse an index name that the configuration's ``server.indexes`` does not list.
+
+    The keys file itself cannot know which indexes a server will serve; the configuration can,
+    when it names them. Without such a list every name is taken as given.
+    """
+    from ..errors import RagloomError, UsageError
+
+    if not names:
+        return
+    try:
+        known = list(state(ctx).config().server.indexes)
+    except RagloomError:
+        return
+    unknown = [n for n in names if known and n not in known]
+    if unknown:
+        raise UsageError(f"no index named {', '.join(map(repr, unknown))} in server.indexes "
+                         f"(known: {', '.join(known)}); name one of those, or add it to the configuration")
 
 
 @keys_app.command("list")
