@@ -181,3 +181,18 @@ def test_keys_in_the_database_are_shared_by_every_replica(postgres_server):
     finally:
         first.close()
         second.close()
+
+
+def test_an_unknown_text_search_language_is_one_line(open_store):
+    from ragloom.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no text search configuration 'klingon'"):
+        open_store(language="klingon")
+
+
+def test_another_language_analyses_the_text(open_store):
+    store = open_store(language="german")
+    store.set_embedder_info(EMBEDDER)
+    chunks = synthetic_chunks("de.md", [1], lambda n: "Die Häuser stehen am Flussufer")
+    store.replace_source(record_for("de.md", chunks), chunks, np.stack([unit_vector(1)]))
+    assert len(store.search_lexical("Haus", 5)) == 1  # German stemming: Häuser ~ Haus

@@ -10,7 +10,10 @@ term frequency) from PostgreSQL's own text analysis, which BM25 is computed from
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from ...errors import ConfigError
 
 SCHEMA_VERSION = 1
 
@@ -67,8 +70,16 @@ CREATE INDEX audit_kind ON audit_log(kind, seq)
 
 def create_schema(connection: Any, schema: str, language: str) -> None:
     """Create the index's schema and tables (inside the caller's transaction)."""
-    from psycopg import sql
+    from psycopg import errors, sql
 
+    try:
+        with connection.transaction():
+            connection.execute("SELECT %s::regconfig", (language,))
+    except errors.UndefinedObject:
+        raise ConfigError(
+            f"PostgreSQL has no text search configuration {language!r} (store.postgres.language); "
+            "list them with `\\dF` in psql (english, german, french, simple, ...)"
+        ) from None
     connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
     connection.execute(sql.SQL("SET LOCAL search_path = {}, public").format(sql.Identifier(schema)))
     for statement in _TABLES.split(";"):
@@ -76,11 +87,5 @@ def create_schema(connection: Any, schema: str, language: str) -> None:
     connection.execute(
         "INSERT INTO meta(key, value) VALUES ('schema_version', %s), ('generation', '0'), ('language', %s),"
         " ('lexical_docs', '0'), ('lexical_length', '0')",
-        (str(SCHEMA_VERSION), _json_text(language)),
+        (str(SCHEMA_VERSION), json.dumps(language)),
     )
-
-
-def _json_text(value: str) -> str:
-    import json
-
-    return json.dumps(value)
