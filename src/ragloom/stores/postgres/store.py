@@ -79,6 +79,7 @@ class PostgresStore(CatalogBacked, Store):
             super().set_embedder_info(info)
             if int(info.get("dimension") or 0) and chunk_rows.count(connection) == 0:
                 search.set_dimension(connection, int(info["dimension"]))
+
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if len(chunks) else vectors
         dimension = self.dimension
