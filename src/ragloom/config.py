@@ -174,7 +174,8 @@ class PostgresStoreConfig(Section):
     )
     index: str = Field("default", description="name of the index in the database (several live side by side)")
     language: str = Field("english", description="PostgreSQL text search configuration the lexical side analyses with")
-    pool_size: int = Field(4, ge=1, description="connections the store keeps open to the database")
+    pool_size: int = Field(
+        8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(
         20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
     hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree (pgvector `m`)")

@@ -36,7 +36,7 @@ def lock_key(*parts: str) -> int:
 class Database:
     """One index's pool, schema check and transactions."""
 
-    def __init__(self, address: Address, *, language: str = "english", pool_size: int = 4,
+    def __init__(self, address: Address, *, language: str = "english", pool_size: int = 8,
                  connect_timeout: int = 10, read_only: bool = False,
                  prepare: Callable[[Any, bool], None] | None = None) -> None:
         self.address = address
