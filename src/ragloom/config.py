@@ -148,6 +148,9 @@ class ChromaStoreConfig(Section):
     ssl: bool = Field(False, description="use https to reach the Chroma server")
     headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers for the server (e.g. auth)")
     collection: str = Field("ragloom", description="collection holding the chunks (3-512 chars of [a-zA-Z0-9._-])")
+    catalog: str | None = Field(
+        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation "
+        "and audit chain in that database (shared by every replica) instead of <index>/chroma/ragloom.sqlite")
 
 
 class QdrantStoreConfig(Section):
@@ -159,6 +162,26 @@ class QdrantStoreConfig(Section):
     collection: str = Field("ragloom", description="collection holding the chunks")
     prefer_grpc: bool = Field(False, description="talk gRPC (port 6334) instead of REST to the server")
     timeout: int = Field(60, ge=1, description="seconds to wait for the server on each request")
+    catalog: str | None = Field(
+        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation "
+        "and audit chain in that database (shared by every replica) instead of <index>/qdrant/ragloom.sqlite")
+
+
+class PostgresStoreConfig(Section):
+    url: str | None = Field(
+        None, description="libpq URL or conninfo of the database, e.g. postgresql://USER@HOST:5432/DB "
+        "(postgresql://USER@/DB?host=/socket/dir for a unix socket); a query parameter index=NAME names the index",
+    )
+    index: str = Field("default", description="name of the index in the database (several live side by side)")
+    language: str = Field("english", description="PostgreSQL text search configuration the lexical side analyses with")
+    pool_size: int = Field(
+        8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
+    exact_rows: int = Field(
+        20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
+    hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree (pgvector `m`)")
+    hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build breadth (pgvector `ef_construction`)")
+    hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW search breadth, raised for larger k")
+    connect_timeout: int = Field(10, ge=1, description="seconds to wait for the database when connecting")
 
 
 class AnnConfig(Section):
@@ -180,11 +203,12 @@ class EmbeddedStoreConfig(Section):
 class StoreConfig(Section):
     backend: str = Field(
         "embedded",
-        description="embedded (SQLite + exact vectors + tantivy BM25), chroma or qdrant (settings below)",
+        description="embedded (SQLite + exact vectors + tantivy BM25), chroma, qdrant or postgres (settings below)",
     )
     embedded: EmbeddedStoreConfig = Field(default_factory=EmbeddedStoreConfig)
     chroma: ChromaStoreConfig = Field(default_factory=ChromaStoreConfig)
     qdrant: QdrantStoreConfig = Field(default_factory=QdrantStoreConfig)
+    postgres: PostgresStoreConfig = Field(default_factory=PostgresStoreConfig)
 
     @model_validator(mode="before")
     @classmethod
@@ -355,6 +379,9 @@ class ServerConfig(Section):
         "variable; with neither, writes are refused",
     )
     require_key_for_reads: bool = Field(False, description="ask for the API key on searches and listings too")
+    job_lease: float = Field(
+        30.0, gt=0, description="seconds an ingest job kept in a shared store (postgres) stays with its replica without "
+        "a sign of life; then another replica takes it over")
     allowed_roots: list[str] = Field(
         default_factory=list, description="folders whose files POST /v1/ingest and the MCP ingest tool may read by path; "
         "empty = ingest by path is refused (uploads still work)",

@@ -31,7 +31,8 @@ from .retrieve.base import SearchContext, SearchResult
 from .retrieve.pipeline import Pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
 from .retrieve.searcher import Searcher
-from .stores.base import AuditEntry, Store, exclusive_write_lock
+from .stores.base import AuditEntry, Store
+from .stores.location import is_remote, shown
 from .types import Answer, Hit, IndexStats, IngestReport, SourceRecord
 
 __all__ = ["Index", "IngestProgress", "check_same_embedder", "set_aside_index"]
@@ -148,7 +149,7 @@ class Index:
 
     def optimize(self) -> dict[str, object]:
         """Rebuild the store's derived indexes (the approximate vector index is retrained)."""
-        with exclusive_write_lock(self.path):
+        with self.store.write_lock(self.path):
             return self.store.optimize()
 
     # -- search -----------------------------------------------------------------------------------
@@ -245,7 +246,8 @@ class Index:
         info = self.store.embedder_info() or {}
         sources = self.store.list_sources()
         return IndexStats(
-            path=str(self.path), sources=len(sources), chunks=self.store.count(),
+            path=shown(self.config.index) if is_remote(self.config.index) else str(self.path),
+            sources=len(sources), chunks=self.store.count(),
             embedder=str(info.get("model_id", "(none yet)")), dimension=int(info.get("dimension", 0)),
             store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
             chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),

@@ -18,6 +18,7 @@ from .config import Config, EmbedderConfig
 from .embed.base import Embedder, create_embedder
 from .errors import IndexNotFoundError, ModelMismatchError, RagloomError
 from .stores.base import Store, create_store, exclusive_write_lock, store_exists
+from .stores.location import is_remote, locate, shown
 
 
 class IndexParts(Protocol):
@@ -92,17 +93,17 @@ def open_parts(
     read_only: bool | None,
 ) -> Parts:
     """The parts of the index at ``path`` (see ``Index.open`` for what the arguments mean)."""
-    config = config or Config()
-    folder = Path(path if path is not None else config.index).expanduser()
+    folder, config = locate(path, config or Config())
     if folder.exists() and not folder.is_dir():
         raise RagloomError(f"{folder} is a file, not an index directory; pick another --index path")
     if not create and not store_exists(folder, config):
         what = "no index" if not folder.exists() else f"no ragloom index (of the {config.store.backend} store)"
+        where = shown(config.index) if is_remote(config.index) else folder
         raise IndexNotFoundError(
-            f"there is {what} at {folder}; create one with `ragloom ingest PATH` (or pass --index DIR)"
+            f"there is {what} at {where}; create one with `ragloom ingest PATH` (or pass --index DIR)"
         )
     if read_only is None:
-        read_only = not create and not _writable(folder)
+        read_only = not create and not is_remote(config.index) and not _writable(folder)
     store = create_store(folder, config, read_only=read_only)
     try:
         return Parts(folder, config, store, embedder)

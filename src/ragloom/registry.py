@@ -37,6 +37,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "embedded": "ragloom.stores.embedded.store:EmbeddedStore",
         "chroma": "ragloom.stores.chroma:ChromaStore",
         "qdrant": "ragloom.stores.qdrant:QdrantStore",
+        "postgres": "ragloom.stores.postgres.store:PostgresStore",
     },
     "llm": {
         "llamacpp": "ragloom.generate.llms.llamacpp:LlamaCppLLM",

@@ -56,3 +56,34 @@ class TestQdrantLocal(StoreConformance):
     def store_config(cls) -> Config:
         pytest.importorskip("qdrant_client")
         return Config.from_dict({"store": {"backend": "qdrant"}})
+
+
+class TestPostgres(StoreConformance):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls, postgres_server) -> Config:
+        return Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": postgres_server.url()}}})
+
+    @classmethod
+    def config_for(cls, config: Config, index_dir: Path) -> Config:
+        # One database for the session; each store is its own index in it.
+        name = "t" + hashlib.sha1(str(index_dir).encode()).hexdigest()[:16]
+        return config.model_copy(update={"store": config.store.model_copy(update={
+            "postgres": config.store.postgres.model_copy(update={"index": name})})})
+
+
+class TestQdrantLocalPostgresCatalog(StoreConformance):
+    """Qdrant holds the chunks; the registry, journal, generation and audit chain are in PostgreSQL."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def store_config(cls, postgres_server) -> Config:
+        pytest.importorskip("qdrant_client")
+        return Config.from_dict({"store": {"backend": "qdrant", "qdrant": {"catalog": postgres_server.url()}}})
+
+    @classmethod
+    def config_for(cls, config: Config, index_dir: Path) -> Config:
+        name = "q" + hashlib.sha1(str(index_dir).encode()).hexdigest()[:16]
+        url = f"{config.store.qdrant.catalog}&index={name}"
+        return config.model_copy(update={"store": config.store.model_copy(update={
+            "qdrant": config.store.qdrant.model_copy(update={"catalog": url})})})

@@ -15,7 +15,9 @@ keys_app = typer.Typer(
     help="Scoped API keys for `ragloom serve --keys-file FILE`.\n\n"
     "Example: ragloom keys add team-a --scope read --where team=a --keys-file keys.json",
     no_args_is_help=True)
-KEYS_FILE = typer.Option(..., "--keys-file", help="The keys file (created if missing; holds hashes, never keys).")
+KEYS_FILE = typer.Option(
+    ..., "--keys-file", help="The keys file (created if missing; holds hashes, never keys), or a postgresql://... "
+    "database that several servers share.")
 
 
 @keys_app.command("add")
@@ -37,10 +39,10 @@ def add_command(
 
     Example: ragloom keys add team-a --scope read --where team=a --keys-file keys.json
     """
-    from ..server.keys import KeysFile, parse_key_where
+    from ..server.keys import open_keys, parse_key_where
 
     _check_index_names(ctx, index or [])
-    key, record = KeysFile(keys_file).add(name, scopes=scope or [], indexes=index or [],
+    key, record = open_keys(keys_file).add(name, scopes=scope or [], indexes=index or [],
                                           where=parse_key_where(where or []), rate=rate, burst=burst)
     console.print(f"added key {record.name!r}: {describe(record)}", highlight=False)
     console.print("store the key now, it is not shown again:", highlight=False)
@@ -81,9 +83,9 @@ def list_command(keys_file: str = KEYS_FILE, as_json: bool = typer.Option(False,
 
     Example: ragloom keys list --keys-file keys.json
     """
-    from ..server.keys import KeysFile
+    from ..server.keys import open_keys
 
-    records = KeysFile(keys_file).records()
+    records = open_keys(keys_file).records()
     if as_json:
         console.print_json(json.dumps([{k: v for k, v in r.to_json().items() if k != "hash"} for r in records]))
         return
@@ -100,9 +102,9 @@ def revoke_command(name: str = typer.Argument(..., help="The key's name."), keys
 
     Example: ragloom keys revoke team-a --keys-file keys.json
     """
-    from ..server.keys import KeysFile
+    from ..server.keys import open_keys
 
-    KeysFile(keys_file).revoke(name)
+    open_keys(keys_file).revoke(name)
     console.print(f"revoked key {name!r}", highlight=False)
 
 

@@ -12,23 +12,27 @@ import yaml
 from .. import registry
 from ..config import Config
 from ..errors import RagloomError
-from ..stores.base import create_store, exclusive_write_lock, store_exists
+from ..stores.base import create_store, store_exists
+from ..stores.location import is_remote, locate
+from ..stores.location import shown as shown_index
 from .shared import console, state
 
 
 def migrate_command(
     ctx: typer.Context,
-    to: str = typer.Option(..., "--to", help="Store backend to copy the index into: chroma or qdrant (or embedded)."),
+    to: str = typer.Option(..., "--to", help="Store backend to copy the index into: chroma, qdrant, postgres (or embedded)."),
     origin: Optional[str] = typer.Option(
         None, "--from", help="Backend the index is in now (default: store.backend of the config)."
     ),
-    from_index: Optional[Path] = typer.Option(None, "--from-index", help="Index directory to read (default: the configured index)."),
+    from_index: Optional[str] = typer.Option(
+        None, "--from-index", help="Index directory (or postgresql://... URL) to read (default: the configured index)."),
     index_out: Optional[Path] = typer.Option(
         None, "--index-out", help="Index directory for the copy (default: the same one; each backend keeps its own files)."
     ),
     collection: Optional[str] = typer.Option(None, "--collection", help="Collection name in the target database."),
     path: Optional[str] = typer.Option(None, "--path", help="Chroma persist directory, or Qdrant local-mode folder."),
-    url: Optional[str] = typer.Option(None, "--url", help="Qdrant server URL, e.g. http://localhost:6333."),
+    url: Optional[str] = typer.Option(
+        None, "--url", help="Qdrant server URL (http://localhost:6333), or PostgreSQL's: postgresql://USER@HOST/DB?index=NAME."),
     api_key: Optional[str] = typer.Option(None, "--api-key", help="Qdrant API key (default: $QDRANT_API_KEY)."),
     host: Optional[str] = typer.Option(None, "--host", help="Chroma server host."),
     port: Optional[int] = typer.Option(None, "--port", help="Chroma server port."),
@@ -44,24 +48,31 @@ def migrate_command(
     from ..stores.migrate import migrate
 
     config = state(ctx).config()
-    origin_backend = origin or config.store.backend
+    source_dir, source_config = locate(from_index or config.index, config)
+    origin_backend = origin or source_config.store.backend
     options = _backend_options(to, collection=collection, path=path, url=url, api_key=api_key, host=host, port=port)
     target_config = _with_backend(config, to, options)
-    source_dir = Path(from_index or config.index).expanduser()
-    target_dir = Path(index_out or source_dir).expanduser()
-    if not store_exists(source_dir, _with_backend(config, origin_backend, {})):
-        raise RagloomError(f"there is no {origin_backend} index at {source_dir}; pass --from-index DIR (or --from BACKEND)")
+    if is_remote(from_index or config.index) and to != "postgres" and not index_out:
+        raise RagloomError(f"the index is in a database; pass --index-out DIR for the {to} copy")
+    target_dir = Path(index_out).expanduser() if index_out else source_dir
+    if to == "postgres":
+        target_dir, target_config = locate(target_config.store.postgres.url or "", target_config) \
+            if is_remote(target_config.store.postgres.url) else (target_dir, target_config)
+    origin_config = _with_backend(source_config, origin_backend, {})
+    if not store_exists(source_dir, origin_config):
+        where = shown_index(from_index or config.index)
+        raise RagloomError(f"there is no {origin_backend} index at {where}; pass --from-index DIR (or --from BACKEND)")
     if origin_backend == to and source_dir.resolve() == target_dir.resolve() and not options:
         raise RagloomError(f"the index is already in the {to} store; pass --index-out DIR or backend options")
-    origin_store = create_store(source_dir, _with_backend(config, origin_backend, {}))
+    origin_store = create_store(source_dir, origin_config)
     try:
-        with exclusive_write_lock(target_dir):  # no ingest into the copy meanwhile
-            target_store = create_store(target_dir, target_config)
-            try:
+        target_store = create_store(target_dir, target_config)
+        try:
+            with target_store.write_lock(target_dir):  # no ingest into the copy meanwhile
                 report = migrate(origin_store, target_store, progress=None if as_json else
                                  lambda p, n: console.print(f"  {p}: {n} chunks", highlight=False))
-            finally:
-                target_store.close()
+        finally:
+            target_store.close()
     finally:
         origin_store.close()
     if as_json:
@@ -79,7 +90,8 @@ def _backend_options(backend: str, **given: Any) -> dict[str, Any]:
     """The options that apply to ``backend``; an error for ones that do not."""
     if backend not in registry.names("store"):
         raise RagloomError(f"no store named {backend!r}; choose one of: {', '.join(registry.names('store'))}")
-    valid = {"chroma": {"collection", "path", "host", "port"}, "qdrant": {"collection", "path", "url", "api_key"}}
+    valid = {"chroma": {"collection", "path", "host", "port"}, "qdrant": {"collection", "path", "url", "api_key"},
+             "postgres": {"url"}}
     chosen = {key: value for key, value in given.items() if value is not None}
     wrong = sorted(set(chosen) - valid.get(backend, set()))
     if wrong:
@@ -99,6 +111,8 @@ def _yaml_hint(backend: str, options: dict[str, Any], target_dir: Path, source_d
     shown = {k: v for k, v in options.items() if k != "api_key"}
     store: dict[str, Any] = {"backend": backend, **({backend: shown} if shown else {})}
     hint: dict[str, Any] = {"store": store}
+    if backend == "postgres":
+        return f"index: {shown_index(options.get('url', ''))}  (or pass --index with that URL)"
     if target_dir.resolve() != source_dir.resolve():
         hint["index"] = str(target_dir)
     return yaml.safe_dump(hint, sort_keys=False).rstrip()

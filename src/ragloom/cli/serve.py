@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import typer
 
+from ..stores.location import is_remote, shown
 from .interrupt import stops_on_ctrl_c
 from .shared import console, display_path, err_console, notice, state
 
@@ -18,7 +20,8 @@ def serve_command(
         None, "--watch", "-w", help="Also watch this folder and ingest its changes (repeatable)."),
     index: Optional[list[str]] = typer.Option(
         None, "--index", "-i", help="NAME=PATH: serve this index as NAME (repeatable; the first is the default, "
-        "at /v1/...; each at /v1/indexes/NAME/...). A PATH alone: the one index to serve."),
+        "at /v1/...; each at /v1/indexes/NAME/...). A PATH alone: the one index to serve. PATH may be a database "
+        "URL: NAME=postgresql://USER@HOST/DB?index=NAME."),
     keys_file: Optional[str] = typer.Option(
         None, "--keys-file", help="Scoped API keys (`ragloom keys add`); every request then needs a key."),
 ) -> None:
@@ -33,10 +36,11 @@ def serve_command(
     port = port or config.server.port
     from ..server.security import API_KEY_ENV, configured_key
 
-    where = ", ".join(f"{n}={display_path(p)}" for n, p in config.server.indexes.items()) or display_path(config.index)
+    where = ", ".join(f"{n}={_shown(p)}" for n, p in config.server.indexes.items()) or _shown(config.index)
     err_console.print(f"serving {where} at http://{host}:{port}/  (API docs: /docs)")
     if keys_file:
-        err_console.print(f"keys: {display_path(keys_file)} (re-read when it changes)")
+        err_console.print(f"keys: {_shown(keys_file)} (re-read at every request)" if is_remote(keys_file) else
+                          f"keys: {display_path(keys_file)} (re-read when it changes)")
     elif configured_key(config.server) is None:
         err_console.print(f"writes (ingest, delete) are off: set {API_KEY_ENV} or server.api_key to allow them")
     elif host not in ("127.0.0.1", "localhost", "::1") and not config.server.require_key_for_reads:
@@ -49,8 +53,8 @@ def indexes_config(ctx: typer.Context, values: list[str]):  # noqa: ANN201 - a C
     """The config with ``--index NAME=PATH`` values as ``server.indexes`` (a bare PATH: the one index)."""
     from ..errors import UsageError
 
-    named = [v for v in values if "=" in v]
-    bare = [v for v in values if "=" not in v]
+    named = [v for v in values if _names_index(v)]
+    bare = [v for v in values if not _names_index(v)]
     if bare and (named or len(bare) > 1):
         raise UsageError("give either one --index PATH, or --index NAME=PATH for each index to serve")
     if bare:
@@ -65,6 +69,16 @@ def indexes_config(ctx: typer.Context, values: list[str]):  # noqa: ANN201 - a C
             indexes[name] = path
         config.server.indexes = indexes
     return config
+
+
+def _shown(where: str) -> str:
+    return shown(where) if is_remote(where) else display_path(where)
+
+
+def _names_index(value: str) -> bool:
+    """Whether ``--index`` is NAME=PATH (a database URL's own ``host=...`` is not a name)."""
+    name, sep, _ = value.partition("=")
+    return bool(sep) and re.fullmatch(r"[A-Za-z0-9._-]+", name) is not None
 
 
 def mcp_command(

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import LoaderError, RagloomError, RagloomWarning, SourceNotFoundError, UsageError
-from ..stores.base import exclusive_write_lock
 from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
@@ -76,7 +75,7 @@ class IngestRunner:
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
-        with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
+        with self.store.write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             if plan:
                 self.store.add_ingest_roots(ingest_roots(paths))
@@ -239,7 +238,7 @@ class IngestRunner:
     # -- remove ----------------------------------------------------------------------------------
     def remove(self, path: str | Path) -> list[str]:
         """Remove a source (or every source under a folder); return the removed paths."""
-        with exclusive_write_lock(self.parts.path):
+        with self.store.write_lock(self.parts.path):
             removed = self.sources_under(path)
             with self.store.audited("remove", {"path": source_id(path)}) as summary:
                 for source in removed:

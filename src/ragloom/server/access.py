@@ -23,7 +23,7 @@ from ..filters import all_of, matches, parse_where
 from ..stores.base import AuditEntry, sources_matching
 from ..types import Answer, Hit, IndexStats, SourceRecord
 from .errors import ApiError
-from .keys import SCOPES, KeysFile, RateLimits
+from .keys import SCOPES, KeyStore
 from .security import API_KEY_ENV
 from .service import IndexService
 
@@ -67,11 +67,11 @@ def index_not_found(name: str) -> ApiError:
 
 class Gate:
     """Resolves a presented key to a Caller: the admin key ($RAGLOOM_API_KEY), a scoped key of
-    the keys file (re-read when it changes), or nobody; counts each key's requests against its rate."""
+    the key store (a file re-read when it changes, or a database), or nobody; counts each key's
+    requests against its rate in the key store's buckets."""
 
-    def __init__(self, settings: ServerConfig, admin_key: str | None, keys: KeysFile | None) -> None:
+    def __init__(self, settings: ServerConfig, admin_key: str | None, keys: KeyStore | None) -> None:
         self.settings, self.admin_key, self.keys = settings, admin_key, keys
-        self.rates = RateLimits()
 
     @property
     def keys_required(self) -> bool:
@@ -90,7 +90,7 @@ class Gate:
                 return WRONG_KEY
             raise ApiError(401, "unauthorized", "the API key is wrong or has been revoked")
         if record.rate:
-            wait = self.rates.take(record.name, record.rate, record.burst)
+            wait = self.keys.take(record.name, record.rate, record.burst)  # type: ignore[union-attr]
             if wait > 0:
                 error = ApiError(429, "rate_limited", f"the key {record.name!r} is over its rate of {record.rate:g} "
                                  "requests a second; wait and retry")

@@ -35,7 +35,8 @@ from ..types import IngestReport
 from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
 from .jobs import IngestJobs
-from .keys import KeysFile
+from .shared_jobs import create_jobs
+from .keys import open_keys
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
 from .schemas import IngestJobModel
@@ -149,11 +150,11 @@ def create_app(config: Config, service: IndexService | None = None, *,
         svc = all_services[name]
         upload_dir = Path(settings.upload_dir).expanduser() / name if settings.upload_dir and len(order) > 1 else (
             Path(settings.upload_dir).expanduser() if settings.upload_dir else svc.path / "uploads")
-        indexes[name] = Served(name, svc, IngestJobs(svc, on_finish=on_finish), upload_dir.resolve())
+        indexes[name] = Served(name, svc, create_jobs(svc, on_finish=on_finish), upload_dir.resolve())
     default = next(iter(indexes.values()))
     metrics = Metrics(default.service.stats, lambda: sum(s.jobs.running() for s in indexes.values()))
     api_key = configured_key(settings)
-    keys = KeysFile(keys_file) if keys_file is not None else None
+    keys = open_keys(keys_file) if keys_file is not None else None
     state = ServerState(config, indexes, Gate(settings, api_key, keys), metrics, api_key,
                         anyio.CapacityLimiter(sum(s.service.reader_count for s in indexes.values())),
                         allowed_paths(settings))

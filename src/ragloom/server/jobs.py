@@ -135,26 +135,7 @@ class IngestJobs:
             job.state, job.started_at = "running", time.time()
             report: IngestReport | None = None
             try:
-                with self.service.writing() as index:
-                    report = IngestReport()
-                    for path in work.remove:
-                        try:
-                            report.removed.extend(index.remove(path))
-                        except SourceNotFoundError:
-                            pass
-                    if work.paths:
-                        done = index.ingest(work.paths, glob=work.glob, progress=_JobProgress(job), policy=work.policy,
-                                            metadata=work.metadata)
-                        done.removed[:0] = report.removed
-                        report = done
-                job.report = report_model(report)
-                self._reports[job.id] = report
-                job.state = "done"
-            except Exception as exc:  # the job records any failure; the worker keeps going
-                if not isinstance(exc, RagloomError):
-                    log.exception("ingest job %s failed", job.id)
-                job.error = error_body(exc)
-                job.state = "failed"
+                report = run_recorded(job, lambda: run_ingest(self.service, work, _JobProgress(job)), self._reports)
             finally:
                 job.finished_at = time.time()
                 job.current = None
@@ -163,3 +144,39 @@ class IngestJobs:
                     event.set()
                 if self.on_finish is not None:
                     self.on_finish(job, report)
+
+
+def run_ingest(service: IndexService, work: _Work, progress: IngestProgress) -> IngestReport:
+    """Remove the sources ``work.remove``, then ingest ``work.paths``, holding the service's writer."""
+    with service.writing() as index:
+        report = IngestReport()
+        for path in work.remove:
+            try:
+                report.removed.extend(index.remove(path))
+            except SourceNotFoundError:
+                pass
+        if work.paths:
+            done = index.ingest(work.paths, glob=work.glob, progress=progress, policy=work.policy,
+                                metadata=work.metadata)
+            done.removed[:0] = report.removed
+            report = done
+    return report
+
+
+
+def run_recorded(job: IngestJobModel, run: Callable[[], IngestReport], reports: dict[str, IngestReport]
+                 ) -> IngestReport | None:
+    """``run()`` the job and record its outcome in ``job`` (done with its report, or failed with
+    the error); the worker keeps going either way."""
+    try:
+        report = run()
+    except Exception as exc:
+        if not isinstance(exc, RagloomError):
+            log.exception("ingest job %s failed", job.id)
+        job.error = error_body(exc)
+        job.state = "failed"
+        return None
+    job.report = report_model(report)
+    reports[job.id] = report
+    job.state = "done"
+    return report

@@ -1,67 +1,31 @@
-"""Scoped API keys: a JSON keys file holding each key's hash, never the key.
+"""Scoped API keys: a key store holding each key's hash, never the key.
 
 ``ragloom keys add NAME`` writes an entry (name, SHA-256 of the key, scopes, indexes, filter,
-rate, creation time) and prints the key once; ``ragloom serve --keys-file FILE`` reads the
-file and reads it again whenever it changes, so a revoked key stops working at the next request.
-Keys are 256 random bits, so an unsalted SHA-256 cannot be reversed or guessed.
+rate, creation time) and prints the key once; ``ragloom serve --keys-file WHERE`` reads the
+store at every request (a file: again whenever it changes), so a revoked key stops working at
+the next request. Keys are 256 random bits, so an unsalted SHA-256 cannot be reversed or guessed.
+
+Two stores implement ``stores.keys.KeyStore``: ``KeysFile`` here (a JSON file; rate limits per
+process) and, for ``--keys-file postgresql://...``, the database's key table
+(``stores/postgres/keys.py``), which every replica over that database shares, rate limits included.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
-import secrets
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
+from ..stores.keys import KEY_PREFIX, SCOPES, KeyRecord, KeyStore, key_hash, new_key, widest
 
-#: Each scope includes the ones before it: write may also read, admin may do everything.
-SCOPES = ("read", "write", "admin")
-KEY_PREFIX = "rlk_"
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-
-
-def key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def widest(scopes: Sequence[str]) -> str:
-    """The widest of the scopes given (``read`` when none is)."""
-    unknown = [s for s in scopes if s not in SCOPES]
-    if unknown:
-        raise UsageError(f"unknown scope {unknown[0]!r}; use one of: {', '.join(SCOPES)}")
-    return max(scopes, key=SCOPES.index) if scopes else "read"
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    """One key as the keys file holds it."""
-
-    name: str
-    hash: str
-    scope: str = "read"
-    indexes: tuple[str, ...] = ()  # empty: every index
-    where: dict[str, Any] = field(default_factory=dict)  # field -> value, ANDed to every read
-    rate: float | None = None  # requests a second (token bucket); None: no limit
-    burst: int = 0
-    created_at: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "indexes": list(self.indexes)}
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> KeyRecord:
-        return cls(name=str(raw["name"]), hash=str(raw["hash"]), scope=widest([raw.get("scope", "read")]),
-                   indexes=tuple(raw.get("indexes") or ()), where=dict(raw.get("where") or {}),
-                   rate=raw.get("rate"), burst=int(raw.get("burst") or 0), created_at=float(raw.get("created_at", 0)))
+__all__ = ["KEY_PREFIX", "SCOPES", "KeyRecord", "KeyStore", "KeysFile", "RateLimits", "key_hash", "new_key",
+           "open_keys", "parse_key_where", "widest"]
 
 
 def parse_key_where(expressions: Sequence[str]) -> dict[str, Any]:
@@ -78,7 +42,18 @@ def parse_key_where(expressions: Sequence[str]) -> dict[str, Any]:
     return where
 
 
-class KeysFile:
+def open_keys(where: str | Path) -> KeyStore:
+    """The key store ``--keys-file`` names: a database URL, or a JSON file."""
+    from ..stores.location import is_remote
+
+    if is_remote(where):
+        from ..stores.postgres.keys import PostgresKeys
+
+        return PostgresKeys(str(where))
+    return KeysFile(where)
+
+
+class KeysFile(KeyStore):
     """The keys file: read, changed atomically, and re-read when it changes on disk."""
 
     def __init__(self, path: str | Path) -> None:
@@ -86,6 +61,7 @@ class KeysFile:
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
         self._by_hash: dict[str, KeyRecord] = {}
+        self._rates = RateLimits()  # this process's buckets
 
     # -- reading -------------------------------------------------------------------------------------
     def records(self) -> list[KeyRecord]:
@@ -107,6 +83,9 @@ class KeysFile:
         self._refresh()
         return {r.name for r in self._by_hash.values()}
 
+    def take(self, name: str, rate: float, burst: int) -> float:
+        return self._rates.take(name, rate, burst)
+
     def _refresh(self) -> None:
         try:
             info = self.path.stat()
@@ -127,17 +106,8 @@ class KeysFile:
             where: Mapping[str, Any] | None = None, rate: float | None = None, burst: int | None = None,
             ) -> tuple[str, KeyRecord]:
         """A new key and its record (written to the file); the key itself is stored nowhere."""
-        if not name or set(name) - _NAME_CHARS:
-            raise UsageError(f"key name {name!r}: use letters, digits, '.', '_' and '-'")
-        if rate is not None and rate <= 0:
-            raise UsageError(f"--rate {rate}: give a positive number of requests a second")
         records = self.records()
-        if any(r.name == name for r in records):
-            raise UsageError(f"a key named {name!r} exists; revoke it first or choose another name")
-        key = KEY_PREFIX + secrets.token_urlsafe(32)
-        record = KeyRecord(name=name, hash=key_hash(key), scope=widest(list(scopes)), indexes=tuple(indexes),
-                           where=dict(where or {}), rate=rate,
-                           burst=burst or (max(1, math.ceil(rate)) if rate else 0), created_at=time.time())
+        key, record = new_key(name, records, scopes=scopes, indexes=indexes, where=where, rate=rate, burst=burst)
         self._write([*records, record])
         return key, record
 

@@ -26,7 +26,7 @@ from ..errors import ConfigError, RagloomError
 from ..optional import require
 from .access import ANONYMOUS, Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
-from .keys import KeysFile
+from .keys import open_keys
 from .schemas import (
     AnswerModel,
     AskRequest,
@@ -331,7 +331,7 @@ def run_mcp(config: Config, *, transport: str, host: str, port: int, keys_file: 
 
     services = {name: IndexService(cfg, readers=min(2, config.server.search_threads))
                 for name, cfg in served_indexes(config).items()}
-    gate = Gate(config.server, configured_key(config.server), KeysFile(keys_file) if keys_file else None)
+    gate = Gate(config.server, configured_key(config.server), open_keys(keys_file) if keys_file else None)
     try:
         if transport == "stdio":
             if keys_file and not os.environ.get(MCP_KEY_ENV):

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from pathlib import Path
 from typing import Any
 
 from .. import errors
@@ -46,8 +45,8 @@ class IndexService:
 
     def __init__(self, config: Config, *, readers: int | None = None) -> None:
         self.config = config
-        self.path = Path(config.index).expanduser()
-        self.writer = Index.open(self.path, config, create=True)
+        self.writer = Index.open(config.index, config, create=True)
+        self.path = self.writer.path  # a server-held index's local cache folder
         self._write_lock = threading.Lock()
         embedder = self.writer.embedder  # loaded once, shared by every reader
         self._readers: queue.LifoQueue[Index] = queue.LifoQueue()
@@ -57,7 +56,7 @@ class IndexService:
         if self._shared:
             self._readers.put(self.writer)
         for _ in range(0 if self._shared else readers or config.server.search_threads):
-            reader = Index.open(self.path, config, embedder=embedder)
+            reader = Index.open(config.index, config, embedder=embedder)
             self._all_readers.append(reader)
             self._readers.put(reader)
         self.reader_count = len(self._all_readers) or 1

@@ -8,6 +8,7 @@ lexical search. Ties are broken by chunk id, ascending, so results are determini
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -222,6 +223,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         when this store has none (they are then not available)."""
         return None
 
+    def ingest_jobs(self) -> Any | None:
+        """The table of ingest jobs every server over this store shares (see
+        ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
+        return None
+
     # -- housekeeping -----------------------------------------------------------------
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Bring derived indexes up to date after a batch of writes."""
@@ -234,6 +240,12 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
 
     def disk_bytes(self) -> int:
         return 0
+
+    def write_lock(self, folder: Path) -> contextlib.AbstractContextManager[None]:
+        """Held while ingest, removal or migration writes: the index folder's lock file
+        (IndexLockedError when another process holds it). A store whose index lives in a
+        server takes the server's lock instead, which every replica sees."""
+        return exclusive_write_lock(folder)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files and connections."""

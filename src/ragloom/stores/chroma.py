@@ -37,7 +37,8 @@ class ChromaStore(VectorDBStore):
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.chroma
-        super().__init__(path / "chroma", threads=config.embedder.threads, read_only=read_only)
+        super().__init__(path / "chroma", threads=config.embedder.threads, read_only=read_only,
+                         catalog_url=settings.catalog)
         self.data_dir = None if settings.host else Path(settings.path or self.folder / "data").expanduser()
         self.client = _connect(settings, self.data_dir)
         self.collection = self.client.get_or_create_collection(

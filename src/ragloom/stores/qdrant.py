@@ -41,7 +41,8 @@ class QdrantStore(VectorDBStore):
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.qdrant
-        super().__init__(path / "qdrant", threads=config.embedder.threads, read_only=read_only)
+        super().__init__(path / "qdrant", threads=config.embedder.threads, read_only=read_only,
+                         catalog_url=settings.catalog)
         self.data_dir = None if settings.url else Path(settings.path or self.folder / "data").expanduser()
         self.local = self.data_dir is not None
         self.collection = settings.collection

@@ -7,7 +7,9 @@ chunk's own fields, so it reads back exactly. That is the part that grows with t
 corpus and the part a server or cluster scales out. Beside it, in ``<index>/<backend>/``:
 
 * ``ragloom.sqlite`` (the embedded store's ``Catalog``, chunks table unused): the
-  sources registry, the embedder identity, the audit log and a write journal;
+  sources registry, the embedder identity, the audit log and a write journal; or, with
+  ``catalog: postgresql://...``, the same in PostgreSQL (``stores/postgres/catalog.py``),
+  which every replica over the collection then shares, ingest jobs included;
 * ``bm25/``: ragloom's tantivy index of the chunk texts, a cache derived from the
   collection and stamped with the catalog's generation, so hybrid search scores BM25
   the same way on every backend.
@@ -71,18 +73,35 @@ class VectorDBStore(CatalogBacked, Store):
     #: Where a local vector database keeps its files (a backend sets it); None for a server.
     data_dir: Path | None = None
 
-    def __init__(self, folder: Path, threads: int = 0, read_only: bool = False) -> None:
+    def __init__(self, folder: Path, threads: int = 0, read_only: bool = False, catalog_url: str | None = None) -> None:
         self.folder = folder
+        self.catalog_url = catalog_url
         if not read_only:
             folder.mkdir(parents=True, exist_ok=True)
-        self.catalog = Catalog(folder / "ragloom.sqlite", read_only=read_only)
+        self.catalog = open_catalog(folder, read_only, catalog_url)
         self.lexical = LexicalIndex(folder / "bm25", threads=threads, read_only=read_only)
         self._lexical_pending: dict[str, list[Chunk] | None] = {}
         self._lexical_base = -1
 
     @classmethod
     def exists(cls, path: Path, config: Any) -> bool:
+        catalog_url = getattr(getattr(config.store, cls.name), "catalog", None)
+        if catalog_url:
+            from .postgres.catalog import catalog_exists
+
+            return catalog_exists(catalog_url)
         return (path / cls.name / "ragloom.sqlite").is_file()
+
+    def catalog_database(self) -> Any:
+        return getattr(self.catalog, "db", None)  # None for a catalog in PostgreSQL
+
+    def ingest_jobs(self) -> Any | None:
+        """With the catalog in PostgreSQL, ingest jobs are there too, shared by every replica."""
+        if self.catalog_url is None:
+            return None
+        from .postgres.catalog import catalog_jobs
+
+        return catalog_jobs(self.catalog_url)
 
     def _after_connect(self) -> None:
         """Settle writes a crash interrupted; called by a backend once it is connected."""
@@ -319,6 +338,15 @@ class VectorDBStore(CatalogBacked, Store):
     def close(self) -> None:
         self.lexical.close()
         self.catalog.close()
+
+
+def open_catalog(folder: Path, read_only: bool, catalog_url: str | None) -> Any:
+    """The catalog beside the collection: SQLite in the index folder, or tables in PostgreSQL."""
+    if catalog_url:
+        from .postgres.catalog import open_postgres_catalog
+
+        return open_postgres_catalog(catalog_url, read_only)
+    return Catalog(folder / "ragloom.sqlite", read_only=read_only)
 
 
 def gather(fetch: Callable[[int], list[Row]], k: int, residual: Sequence[Condition], total: int) -> list[Candidate]:

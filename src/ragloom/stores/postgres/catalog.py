@@ -1,0 +1,153 @@
+"""Meta, the sources registry and the generation, in PostgreSQL: the same interface as the
+embedded store's SQLite ``Catalog``, so ``CatalogBacked`` answers for both.
+
+A source is replaced in one transaction (registry row, chunks, vectors, postings, lexical
+statistics, audit entry, generation): a crash or a lost connection rolls all of it back,
+so the transaction is the write journal. Two replicas writing the same source are
+serialized by the index's write lock and leave the last version, whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ...audit import AuditEvent, ChainReport, new_entry
+from ...errors import StoreError
+from ...types import Chunk, SourceRecord
+from ..base import AuditEntry
+from ..embedded.catalog import _search_entry, search_from_event
+from . import audit as chain
+from . import chunks as chunk_rows
+from .address import parse_address
+from .database import Database, exists
+from .jobs import PostgresJobs
+
+_SOURCE_COLUMNS = "path, content_hash, mtime, size, chunk_count, ingested_at, loader, policy"
+
+
+class PostgresCatalog:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.read_only = database.read_only
+        #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
+        self.operation: dict[str, Any] | None = None
+        self.db = None  # no SQLite database: the derived structures that need one are unavailable
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        with self.database.transaction() as connection:
+            yield connection
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> Any:
+        with self.database.connection() as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with self.database.transaction() as connection:
+            connection.execute(
+                "INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value)),
+            )
+
+    def generation(self) -> int:
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self, connection: Any) -> int:
+        row = connection.execute(
+            "UPDATE meta SET value = to_jsonb(value::text::bigint + 1) WHERE key = 'generation' RETURNING value"
+        ).fetchone()
+        return int(row[0])
+
+    # -- sources ------------------------------------------------------------------------------
+    def get_source(self, path: str) -> SourceRecord | None:
+        with self.database.connection() as connection:
+            row = connection.execute(f"SELECT {_SOURCE_COLUMNS} FROM sources WHERE path = %s", (path,)).fetchone()
+        return None if row is None else SourceRecord(*row)
+
+    def list_sources(self) -> list[SourceRecord]:
+        with self.database.connection() as connection:
+            rows = connection.execute(f"SELECT {_SOURCE_COLUMNS} FROM sources ORDER BY path").fetchall()
+        return [SourceRecord(*row) for row in rows]
+
+    def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
+        """Replace a source, its chunks and their vectors in one transaction; return the generation."""
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
+        with self.transaction() as connection:
+            before = connection.execute(
+                "SELECT content_hash FROM sources WHERE path = %s", (record.path,)).fetchone()
+            chunk_rows.remove(connection, record.path)
+            connection.execute(
+                f"INSERT INTO sources({_SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, mtime = excluded.mtime,"
+                " size = excluded.size, chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at,"
+                " loader = excluded.loader, policy = excluded.policy",
+                (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
+                 record.ingested_at, record.loader, record.policy),
+            )
+            chunk_rows.write(connection, record.path, chunks, vectors, self.database.language)
+            self.audit_write(
+                "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
+                chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
+            )
+            return self._bump_generation(connection)
+
+    def delete_source(self, path: str) -> tuple[int, int]:
+        """Delete a source and its chunks; return (chunks removed, generation)."""
+        with self.transaction() as connection:
+            before = connection.execute(
+                "SELECT content_hash, chunk_count FROM sources WHERE path = %s", (path,)).fetchone()
+            removed = chunk_rows.remove(connection, path)
+            connection.execute("DELETE FROM sources WHERE path = %s", (path,))
+            if before is not None:
+                self.audit_write("source.removed", path=path, content_hash=before[0], chunk_count=before[1])
+            return removed, self._bump_generation(connection)
+
+    # -- audit --------------------------------------------------------------------------------
+    def audit_write(self, kind: str, **fields: Any) -> AuditEvent:
+        """Chain an entry about a write, inside the transaction that makes it."""
+        with self.transaction() as connection:
+            embedder = (self.get_meta("embedder") or {}).get("model_id", "")
+            operation = self.operation or {}
+            return chain.append(connection, new_entry(kind, embedder=embedder, operation=operation.get("id"), **fields))
+
+    def log_event(self, kind: str, **fields: Any) -> AuditEvent:
+        return self.audit_write(kind, **fields)
+
+    def log_search(self, entry: AuditEntry) -> str:
+        with self.transaction() as connection:
+            return chain.append(connection, _search_entry(entry)).id
+
+    def recent_searches(self, limit: int) -> list[AuditEntry]:
+        return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
+
+    def audit_events(self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> list[AuditEvent]:
+        with self.database.connection() as connection:
+            return chain.recent(connection, limit, kinds, exclude)
+
+    def verify_audit(self) -> ChainReport:
+        with self.database.connection() as connection:
+            return chain.verify(connection)
+
+    def close(self) -> None:
+        self.database.close()
+
+
+def open_postgres_catalog(url: str, read_only: bool = False) -> PostgresCatalog:
+    """A catalog in PostgreSQL for a store whose chunks live elsewhere (Qdrant, Chroma)."""
+    return PostgresCatalog(Database(parse_address(url), read_only=read_only))
+
+
+def catalog_exists(url: str) -> bool:
+    return exists(parse_address(url))
+
+
+def catalog_jobs(url: str) -> PostgresJobs:
+    return PostgresJobs(url, parse_address(url).index)

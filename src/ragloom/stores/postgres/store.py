@@ -1,0 +1,190 @@
+"""PostgresStore: every piece of an index in one PostgreSQL database (pgvector for the vectors).
+
+Sources registry, chunks with JSONB metadata, vectors, BM25 postings and statistics, the
+generation, the audit chain and the vector cache (by content hash) are tables of the index's
+schema; nothing is kept beside the process, so any number of replicas can serve one index.
+The index is named by ``store.postgres.url`` and ``store.postgres.index`` (or
+``--index postgresql://USER@HOST/DB?index=NAME``); the local index directory is not used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...config import Config, PostgresStoreConfig
+from ...errors import ConfigError, StoreError
+from ...filters import Condition
+from ...types import Chunk, SourceRecord
+from ..base import Candidate, Store
+from ..catalog_backed import CatalogBacked
+from . import chunks as chunk_rows
+from . import search
+from .address import Address, parse_address
+from .catalog import PostgresCatalog
+from .database import Database, exists
+from .jobs import PostgresJobs
+
+
+def address_of(settings: PostgresStoreConfig) -> Address:
+    if not settings.url:
+        raise ConfigError(
+            "the postgres store needs a database: pass --index postgresql://USER@HOST:5432/DB?index=NAME "
+            "or set store.postgres.url in ragloom.yaml"
+        )
+    return parse_address(settings.url, settings.index)
+
+
+class PostgresStore(CatalogBacked, Store):
+    name = "postgres"
+
+    def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
+        self.path = path
+        self.settings = config.store.postgres
+        self.address = address_of(self.settings)
+        self.database = Database(self.address, language=self.settings.language, pool_size=self.settings.pool_size,
+                                 connect_timeout=self.settings.connect_timeout, read_only=read_only)
+        self.catalog = PostgresCatalog(self.database)  # type: ignore[assignment]
+        self.language = str(self.catalog.get_meta("language") or self.settings.language)
+        self.database.language = self.language  # the index keeps the configuration it was made with
+        self._hnsw: bool | None = None
+
+    @classmethod
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> PostgresStore:
+        return cls(path, config, read_only=read_only)
+
+    @classmethod
+    def exists(cls, path: Path, config: Config) -> bool:
+        settings = config.store.postgres
+        return exists(address_of(settings), settings.connect_timeout)
+
+    def catalog_database(self) -> None:
+        return None
+
+    def ingest_jobs(self) -> PostgresJobs:
+        return PostgresJobs(self.settings.url or "", self.address.index)
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self.database.connection() as connection:
+            yield connection
+
+    # -- sources ------------------------------------------------------------------------------
+    def set_embedder_info(self, info: dict[str, Any]) -> None:
+        with self.catalog.transaction() as connection:
+            super().set_embedder_info(info)
+            if int(info.get("dimension") or 0) and chunk_rows.count(connection) == 0:
+                search.set_dimension(connection, int(info["dimension"]))
+
+    def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if len(chunks) else vectors
+        dimension = self.dimension
+        if len(chunks) and dimension and vectors.shape[1] != dimension:
+            raise StoreError(
+                f"{record.path}: vectors have dimension {vectors.shape[1]}, the index holds {dimension}"
+            )
+        self.catalog.replace_source(record, chunks, vectors)
+
+    def delete_source(self, path: str) -> int:
+        if self.catalog.get_source(path) is None:
+            return 0
+        removed, _ = self.catalog.delete_source(path)
+        return removed
+
+    def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if not content_hashes:
+            return {}
+        with self._read() as connection:
+            return chunk_rows.cached_vectors(connection, content_hashes)
+
+    def flush(self) -> None:
+        """Build the HNSW index once exact search stops being the cheaper one."""
+        if self.read_only or self._has_hnsw() or self.count() <= self.settings.exact_rows or not self.dimension:
+            return
+        with self.catalog.transaction() as connection:
+            search.build_hnsw(connection, self.dimension, self.settings.hnsw_m, self.settings.hnsw_ef_construction)
+        self._hnsw = True
+
+    def optimize(self) -> dict[str, object]:
+        self.flush()
+        with self._read() as connection:
+            connection.execute("ANALYZE chunks")
+            connection.execute("ANALYZE postings")
+        return {"chunks": self.count(), "generation": self.generation(),
+                "approximate_index": "HNSW (pgvector)" if self._has_hnsw() else
+                f"none (exact search up to {self.settings.exact_rows:,} chunks)"}
+
+    def _has_hnsw(self) -> bool:
+        if not self._hnsw:
+            with self._read() as connection:
+                self._hnsw = search.has_hnsw(connection)
+        return bool(self._hnsw)
+
+    # -- reading ------------------------------------------------------------------------------
+    def count(self) -> int:
+        with self._read() as connection:
+            return chunk_rows.count(connection)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        with self._read() as connection:
+            return chunk_rows.get(connection, chunk_ids)
+
+    def source_chunks(self, path: str) -> list[Chunk]:
+        with self._read() as connection:
+            return [chunk for chunk, _ in chunk_rows.of_source(connection, path)]
+
+    def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
+        with self._read() as connection:
+            pairs = chunk_rows.of_source(connection, path, vectors=True)
+        if not pairs:
+            return [], np.zeros((0, max(self.dimension, 1)), dtype=np.float32)
+        return [c for c, _ in pairs], np.stack([v for _, v in pairs])  # type: ignore[misc]
+
+    def iter_chunks(self) -> Iterator[Chunk]:
+        with self._read() as connection:
+            yield from chunk_rows.scan(connection)
+
+    def metadata_kinds(self) -> dict[str, frozenset[str]]:
+        with self._read() as connection:
+            return chunk_rows.metadata_kinds(connection)
+
+    def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        rows = self.count()
+        with self._read() as connection:
+            return search.dense(connection, vector, k, conditions, rows, self.settings.exact_rows,
+                                self.settings.hnsw_ef_search, rows > self.settings.exact_rows and self._has_hnsw())
+
+    def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        with self._read() as connection:
+            return search.lexical(connection, query, k, conditions, self.language)
+
+    def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
+        if not chunk_ids:
+            return {}
+        with self._read() as connection:
+            return search.scores(connection, vector, chunk_ids)
+
+    # -- housekeeping -------------------------------------------------------------------------
+    @contextmanager
+    def write_lock(self, folder: Path) -> Iterator[None]:
+        """The index's writer lock in the database (every replica sees it; waits for it)."""
+        with self.database.writer_session():
+            yield
+
+    def disk_bytes(self) -> int:
+        with self._read() as connection:
+            row = connection.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self.address.schema,),
+            ).fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        self.catalog.close()

@@ -1,0 +1,198 @@
+"""The postgres store against a real PostgreSQL (pgserver): what the conformance suite does not
+cover — failures said in one line, nothing half-written, concurrent writers, HNSW, indexes side by side."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import numpy as np
+import pytest
+
+from ragloom.config import Config
+from ragloom.errors import AuthenticationError, ServiceUnavailableError, StoreError
+from ragloom.filters import parse_where
+from ragloom.stores.base import create_store
+from ragloom.testing.conformance import EMBEDDER, _audit_entry, record_for, synthetic_chunks, unit_vector, write_corpus
+from ragloom.types import Chunk, content_hash
+
+
+def _config(url: str, index: str | None = None, **settings: object) -> Config:
+    postgres = {"url": url, **({"index": index} if index else {}), **settings}
+    return Config.from_dict({"store": {"backend": "postgres", "postgres": postgres}})
+
+
+def _name() -> str:
+    return "t" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture
+def open_store(postgres_server, tmp_path):
+    opened = []
+
+    def make(index: str | None = None, **settings: object):
+        store = create_store(tmp_path, _config(postgres_server.url(), index or _name(), **settings))
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def test_a_server_that_is_down_is_one_line(tmp_path):
+    config = _config(f"postgresql://postgres@/postgres?host={tmp_path}", "docs")
+    with pytest.raises(ServiceUnavailableError) as caught:
+        create_store(tmp_path, config)
+    message = str(caught.value)
+    assert "\n" not in message and "PostgreSQL is not reachable" in message and "start the server" in message
+
+
+def test_a_wrong_password_is_one_line(postgres_server, tmp_path):
+    postgres_server.execute("DO $$ BEGIN CREATE ROLE pwuser LOGIN PASSWORD 'right'; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    pg_hba = postgres_server.data_dir / "pgdata" / "pg_hba.conf"
+    if "pwuser" not in pg_hba.read_text():
+        pg_hba.write_text("local all pwuser scram-sha-256\n" + pg_hba.read_text())
+        postgres_server.execute("SELECT pg_reload_conf()")
+    _wait_for_password_check(postgres_server.socket_dir)
+    url = f"postgresql://pwuser:wrong@/postgres?host={postgres_server.socket_dir}"
+    with pytest.raises(AuthenticationError) as caught:
+        create_store(tmp_path, _config(url, "docs"))
+    assert "\n" not in str(caught.value) and "refused the login" in str(caught.value)
+    assert "wrong" not in str(caught.value)  # the password is never shown
+
+
+def test_a_database_without_pgvector_is_one_line(postgres_server, tmp_path, monkeypatch):
+    from ragloom.stores.postgres import database
+
+    monkeypatch.setattr(database, "EXTENSION", "no_such_vector_extension")
+    postgres_server.execute("DROP DATABASE IF EXISTS plain")
+    postgres_server.execute("CREATE DATABASE plain")
+    with pytest.raises(StoreError) as caught:
+        create_store(tmp_path, _config(postgres_server.url(database="plain"), "docs"))
+    assert "\n" not in str(caught.value) and "no pgvector extension" in str(caught.value)
+
+
+def test_an_older_schema_is_refused_in_one_line(open_store, postgres_server, tmp_path):
+    name = _name()
+    open_store(name).close()
+    postgres_server.execute(f"UPDATE ragloom_{name}.meta SET value = '0' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError) as caught:
+        open_store(name)
+    assert "older ragloom (schema 0" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_failed_source_write_leaves_nothing_behind(open_store):
+    store = open_store()
+    write_corpus(store)
+    before = (store.count(), store.generation(), [s.path for s in store.list_sources()], len(store.audit_events(100)))
+    taken = store.source_chunks("a.md")[0]  # a chunk id another source already holds: the insert fails
+    clash = Chunk(**{**taken.__dict__, "source": "d.md", "content_hash": content_hash("d")})
+    fresh = synthetic_chunks("d.md", [30, 31], lambda n: f"fresh text {n}")
+    with pytest.raises(Exception):
+        store.replace_source(record_for("d.md", fresh + [clash]), fresh + [clash], np.stack([unit_vector(i) for i in range(3)]))
+    after = (store.count(), store.generation(), [s.path for s in store.list_sources()], len(store.audit_events(100)))
+    assert after == before
+    assert store.search_lexical("fresh", 10) == []
+    assert store.verify_audit().ok
+
+
+def test_concurrent_writers_never_fork_the_audit_chain(open_store):
+    name = _name()
+    stores = [open_store(name), open_store(name, pool_size=2)]
+    stores[0].set_embedder_info(EMBEDDER)
+
+    def log(store, n):
+        for i in range(n):
+            store.log_search(_audit_entry(f"q{i}"))
+
+    threads = [threading.Thread(target=log, args=(store, 25)) for store in stores for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report = stores[1].verify_audit()
+    assert report.ok and report.entries == 101, report.describe()
+
+
+def test_hnsw_takes_over_above_exact_rows_and_filters_stay_exact(open_store):
+    store = open_store(exact_rows=50)
+    store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((400, 12)).astype(np.float32)
+    chunks = [Chunk(id=f"c{i:04d}", text=f"word{i % 7} common", source="big.md", doc_id="big.md", chunk_index=i,
+                    start=i, end=i + 1, policy="test", content_hash=content_hash(str(i)), token_count=2,
+                    metadata={"group": i % 10}) for i in range(400)]
+    store.replace_source(record_for("big.md", chunks), chunks, vectors)
+    store.flush()
+    assert store._has_hnsw()
+    units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    query = unit_vector(3)
+    exact = [f"c{i:04d}" for i in np.argsort(-(units @ query))[:10]]
+    got = [c.chunk_id for c in store.search_dense(query, 10)]
+    assert len(set(got) & set(exact)) >= 9  # approximate: recall@10 of HNSW
+    filtered = [c.chunk_id for c in store.search_dense(query, 5, parse_where({"group": 3}))]
+    allowed = [i for i in np.argsort(-(units @ query)) if i % 10 == 3][:5]
+    assert filtered == [f"c{i:04d}" for i in allowed]  # 40 chunks pass: below exact_rows, so exact
+
+
+def test_indexes_side_by_side_in_one_database(open_store):
+    first, second = open_store(), open_store()
+    write_corpus(first)
+    assert second.count() == 0 and second.list_sources() == []
+    second.set_embedder_info(EMBEDDER)
+    chunks = synthetic_chunks("z.md", [1], lambda n: "zebra crossing")
+    second.replace_source(record_for("z.md", chunks), chunks, np.stack([unit_vector(1)]))
+    assert [s.path for s in second.list_sources()] == ["z.md"]
+    assert first.search_lexical("zebra", 5) == [] and len(second.search_lexical("zebra", 5)) == 1
+
+
+def _wait_for_password_check(socket_dir: str) -> None:
+    """The server reloads pg_hba.conf on a signal: wait until it asks pwuser for a password."""
+    import time
+
+    import psycopg
+
+    for _ in range(100):
+        try:
+            psycopg.connect(f"postgresql://pwuser:wrong@/postgres?host={socket_dir}").close()
+        except psycopg.OperationalError:
+            return
+        time.sleep(0.05)
+
+
+def test_keys_in_the_database_are_shared_by_every_replica(postgres_server):
+    from ragloom.server.keys import open_keys
+
+    url = postgres_server.url()
+    first, second = open_keys(url), open_keys(url)
+    try:
+        name = "k" + uuid.uuid4().hex[:8]
+        key, record = first.add(name, scopes=["write"], indexes=["docs"], rate=2.0, burst=2)
+        assert second.lookup(key) == record and name in second.names()
+        assert key not in str(second.records())  # only the hash is kept
+        # One bucket for every replica: two requests pass, the third (on either) waits.
+        assert first.take(name, 2.0, 2) == 0.0 and second.take(name, 2.0, 2) == 0.0
+        assert first.take(name, 2.0, 2) > 0 and second.take(name, 2.0, 2) > 0
+        first.revoke(name)
+        assert second.lookup(key) is None  # at once, on the other replica
+        with pytest.raises(Exception, match="no key named"):
+            second.revoke(name)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_unknown_text_search_language_is_one_line(open_store):
+    from ragloom.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="no text search configuration 'klingon'"):
+        open_store(language="klingon")
+
+
+def test_another_language_analyses_the_text(open_store):
+    store = open_store(language="german")
+    store.set_embedder_info(EMBEDDER)
+    chunks = synthetic_chunks("de.md", [1], lambda n: "Die Häuser stehen am Flussufer")
+    store.replace_source(record_for("de.md", chunks), chunks, np.stack([unit_vector(1)]))
+    assert len(store.search_lexical("Haus", 5)) == 1  # German stemming: Häuser ~ Haus
