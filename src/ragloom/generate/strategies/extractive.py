@@ -9,7 +9,7 @@ it ("It ...", "This ...", "The same way, ...") is shown after that one, so an an
 starts mid-thought; it is still scored alone, which measured better than scoring the pair
 (40 SQuAD-train *train* questions: F1 0.119 / containment 0.45 with pairs against 0.167 / 0.825
 alone). When even the best unit's probability is below ``answer.extractive_min_relevance``,
-the answer is "The sources do not say." (BENCHMARKS.md "Extractive answers, issue 25").
+the answer is "The sources do not say." (BENCHMARKS.md "Hardening IV (issue 32)": the floor).
 """
 
 from __future__ import annotations
