@@ -24,6 +24,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "semantic": "ragloom.ingest.chunkers.semantic:SemanticChunker",
         "agentic": "ragloom.ingest.chunkers.agentic:AgenticChunker",
         "proposition": "ragloom.ingest.chunkers.proposition:PropositionChunker",
+        "code": "ragloom.ingest.chunkers.code:CodeChunker",
     },
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
@@ -93,6 +94,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "mbox": "ragloom.ingest.loaders.email:MboxLoader",
         "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
         "image": "ragloom.ingest.loaders.image:ImageLoader",
+        "code": "ragloom.ingest.loaders.code:CodeLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes
         "dense": "ragloom.retrieve.presets:DENSE",

@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from ragloom import registry
-from ragloom.config import ChunkingConfig
+from ragloom.config import CODE_LANGUAGES, ChunkingConfig
 from ragloom.errors import CorruptDocumentError, LoaderError, SourceNotFoundError, UnsupportedFormatError
 from ragloom.ingest.chunkers.base import create_chunker
 from ragloom.ingest.loaders import is_supported, load_file, loader_for, supported_extensions
@@ -273,11 +273,11 @@ def test_missing_file_is_source_not_found(tmp_path: Path) -> None:
 
 
 def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert supported_extensions() == [
+    assert supported_extensions() == sorted([
         ".csv", ".docx", ".eml", ".epub", ".htm", ".html", ".ipynb", ".jpeg", ".jpg", ".jsonl", ".markdown",
         ".mbox", ".md", ".ods", ".odt", ".pdf", ".png", ".pptx", ".rst", ".rtf", ".text", ".tif", ".tiff",
-        ".tsv", ".txt", ".xlsm", ".xlsx",
-    ]
+        ".tsv", ".txt", ".xlsm", ".xlsx", *CODE_LANGUAGES,
+    ])
     assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
 

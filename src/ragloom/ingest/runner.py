@@ -178,6 +178,9 @@ class IngestRunner:
             report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
             return None
         report.warnings.extend(result.warnings)
+        if result.skip_reason is not None:  # minified or generated: nothing of it is stored
+            report.skip(source, result.skip_reason)
+            return None
         report.ocr_pages += result.stats.get("ocr_pages", 0)
         if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
             chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]

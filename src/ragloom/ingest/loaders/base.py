@@ -24,6 +24,9 @@ class LoadResult:
     warnings: list[str] = field(default_factory=list)
     #: Counts an ingest adds up and reports (``ocr_pages``, ``tables``).
     stats: dict[str, int] = field(default_factory=dict)
+    #: Set when the file is not worth indexing (minified, generated): the ingest reports it as
+    #: skipped, with this reason, and stores nothing for it.
+    skip_reason: str | None = None
 
 
 @dataclass(frozen=True)

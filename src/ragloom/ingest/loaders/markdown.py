@@ -28,4 +28,4 @@ class MarkdownLoader(TextFileLoader):
         text, dropped = _DATA_URI.subn("data:", text)
         title = next((h.title for h in markdown_headers(text) if h.level == 1), path.stem)
         warnings = [f"{source}: left out {dropped} embedded data: URI(s) (images or files, not text)"] if dropped else []
-        return LoadResult([single_document(text, path, source, title=title)], warnings)
+        return LoadResult([single_document(text, path, source, title=title, has_lines=True)], warnings)

@@ -34,9 +34,10 @@ class TextLoader(TextFileLoader):
     extensions = (".txt", ".text", ".rst")
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
-        return LoadResult([single_document(text, path, source, title=path.stem)])
+        return LoadResult([single_document(text, path, source, title=path.stem, has_lines=True)])
 
 
-def single_document(text: str, path: Path, source: str, title: str) -> Document:
-    """The one document of a single-document file; its id is the file name."""
-    return Document(text=text, source=source, doc_id=path.name, title=title)
+def single_document(text: str, path: Path, source: str, title: str, has_lines: bool = False) -> Document:
+    """The one document of a single-document file; its id is the file name. ``has_lines``: the
+    text keeps the file's lines (so chunks get line numbers)."""
+    return Document(text=text, source=source, doc_id=path.name, title=title, has_lines=has_lines)
