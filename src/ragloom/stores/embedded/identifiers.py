@@ -1,9 +1,9 @@
 """Identifiers for BM25: what the word analyzer cuts apart or leaves whole, indexed both ways.
 
 The text analyzer splits ``snake_case`` at the underscore and a UUID at its hyphens, and keeps
-``camelCase`` as one word. Beside it, every identifier-like token (one with ``_ . - / :`` inside,
-a lower-to-upper case change, or letters mixed with digits) is indexed whole and lower-cased in
-its own field, so ``parse_config``, ``v2.3.1``, ``E1234``, ``report.pdf`` or a UUID match exactly;
+``camelCase`` as one word. Beside it, every identifier-like token (one with ``_ . - / :`` inside, or
+a lower-to-upper case change) is indexed whole and lower-cased in
+its own field, so ``parse_config``, ``v2.3.1``, ``report.pdf`` or a UUID match exactly;
 and the parts of a ``camelCase`` word (``get``, ``user``, ``name``) are added to the text, so
 ``get user name`` finds ``getUserName``.
 """
@@ -18,7 +18,6 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z0-9])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _INNER_MARK = re.compile(r"[_./:\-]")
 _CASE_CHANGE = re.compile(r"[a-z][A-Z]")
 _LETTER = re.compile(r"[^\W\d_]")
-_DIGIT = re.compile(r"\d")
 #: Whole identifiers longer than this are not indexed (base64, minified lines).
 MAX_IDENTIFIER_CHARS = 80
 
@@ -30,13 +29,13 @@ def is_identifier(token: str) -> bool:
         return False
     if _INNER_MARK.search(core) or _CASE_CHANGE.search(core):
         return bool(_LETTER.search(core)) or core.count("-") >= 2 or core.count(".") >= 2
-    return bool(_LETTER.search(core) and _DIGIT.search(core))
+    return False  # a plain word, or letters and digits (E1234): the text field holds it whole already
 
 
 def identifiers(text: str) -> list[str]:
     """The identifier-like tokens of ``text``, lower-cased, in order, without repeats."""
-    found = (match.group(0).strip("_.-/:").lower() for match in _TOKEN.finditer(text))
-    return list(dict.fromkeys(token for token in found if is_identifier(token)))
+    found = (match.group(0).strip("_.-/:") for match in _TOKEN.finditer(text))
+    return list(dict.fromkeys(token.lower() for token in found if is_identifier(token)))
 
 
 def camel_parts(text: str) -> str:

@@ -255,15 +255,19 @@ class LexicalIndex:
     def terms(self, query: str) -> list[str]:
         return list(dict.fromkeys(self._analyzer.analyze(query)))
 
+    def query_of(self, query: str) -> tantivy.Query:
+        """The BM25 query of ``query``'s words, and of its identifiers (``identifier_clauses``)."""
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "text", t)) for t in self.terms(query)]
+            + identifier_clauses(self.schema, query, self._analyzer)
+        )
+
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
         terms = self.terms(query)
         if not terms or k <= 0:
             return []
-        text_query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "text", t)) for t in terms]
-            + identifier_clauses(self.schema, query, self._analyzer)
-        )
+        text_query = self.query_of(query)
         searcher = self.index.searcher()
         if allowed_rows is None:
             hits = _top(searcher, text_query, k)
