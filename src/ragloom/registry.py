@@ -109,6 +109,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "corrective": "ragloom.retrieve.presets:CORRECTIVE",
         "hyde": "ragloom.retrieve.presets:HYDE",
         "multi-query": "ragloom.retrieve.presets:MULTI_QUERY",
+        "code": "ragloom.retrieve.presets:CODE",
     },
 }
 

@@ -34,7 +34,9 @@ PAGE_SEPARATOR = "\n\n"
 MIN_TEXT_CHARS = 20
 #: Pages drawing at least this many path objects (lines, rectangles) are searched for tables.
 TABLE_PATHS = 4
-_HYPHENATED = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+_HYPHENATED = re.compile(r"\b(\w*[a-z])-\n([a-z]\w*)")
+#: Words as the document writes them, hyphenated compounds whole.
+_WORD = re.compile(r"\w+(?:-\w+)*")
 _DIGITS = re.compile(r"\d+")
 
 
@@ -243,7 +245,21 @@ def _markdown_table(rows: list[list[str | None]]) -> str:
 def clean_pages(pages: list[str]) -> list[str]:
     """Drop running headers and footers, join words hyphenated across lines."""
     pages = _drop_running_lines(pages)
-    return [_HYPHENATED.sub("", page) for page in pages]
+    vocabulary = set(_WORD.findall(_HYPHENATED.sub(" ", "\n".join(pages)).lower()))  # the broken words left out
+    return [_HYPHENATED.sub(lambda m: _join_hyphenated(m, vocabulary), page) for page in pages]
+
+
+def _join_hyphenated(match: re.Match[str], vocabulary: set[str]) -> str:
+    """A word broken at a line end: joined ("compu-" "ter" -> "computer"), unless its hyphen is the
+    word's own ("chat-optimized"): the document writes it so elsewhere, or writes both halves as words
+    and never the two joined."""
+    left, right = match.group(1), match.group(2)
+    joined = (left + right).lower()
+    if joined in vocabulary:
+        return left + right
+    if f"{left}-{right}".lower() in vocabulary or (left.lower() in vocabulary and right.lower() in vocabulary):
+        return f"{left}-{right}"
+    return left + right
 
 
 def _drop_running_lines(pages: list[str], edge: int = 2) -> list[str]:
