@@ -24,6 +24,8 @@ from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
 from .files import FileRejected, ingest_roots, is_under, read_regular_file, source_id, sources_named
+from .incomplete import available as incomplete_available
+from .incomplete import lacked, policy_with, read_again_note
 from .loaders import LoaderOptions, load_file, loader_for
 from .pipeline import WriteBehind, read_ahead
 from .planning import plan_files
@@ -161,9 +163,13 @@ class IngestRunner:
         loader = loader_for(file, self.loader_options)
         chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + (
             f"+{loader.policy()}" if loader.policy() else "")
-        if existing and existing.content_hash == digest and existing.policy == chunk_policy:
+        missing = lacked(existing.policy, chunk_policy) if existing else None
+        if existing and existing.content_hash == digest and (
+                existing.policy == chunk_policy or (missing is not None and not incomplete_available(missing))):
             report.unchanged.append(source)
             return None
+        if existing and existing.content_hash == digest and missing is not None:
+            report.warnings.append(read_again_note(source, missing))
         try:
             # The bytes hashed, not the file as it is now.
             result = load_file(file, source, content.data, self.loader_options)
@@ -187,7 +193,8 @@ class IngestRunner:
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
-            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=chunk_policy,
+            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(),
+            policy=policy_with(chunk_policy, result.incomplete),
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 

@@ -27,6 +27,9 @@ class LoadResult:
     #: Set when the file is not worth indexing (minified, generated): the ingest reports it as
     #: skipped, with this reason, and stores nothing for it.
     skip_reason: str | None = None
+    #: What the read lacked (``tesseract``, ``module:<name>``): the text is incomplete until it is
+    #: installed, and the file is read again at the first ingest after it is (``ingest/incomplete.py``).
+    incomplete: str | None = None
 
 
 @dataclass(frozen=True)

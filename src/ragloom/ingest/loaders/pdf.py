@@ -54,8 +54,9 @@ class PdfLoader(Loader):
     def load_bytes(self, data: bytes, path: Path, source: str) -> LoadResult:
         read = read_pdf(data, source, self.options)
         text, page_starts = join_pages(read.pages)
+        missing = "tesseract" if read.scanned_without_ocr and self.options.ocr != "never" else None
         if not text.strip():
-            return LoadResult([], [*read.notes, _no_text_message(source, read)])
+            return LoadResult([], [*read.notes, _no_text_message(source, read)], incomplete=missing)
         metadata: dict = {"pages": len(read.pages)}
         if read.ocr_pages:
             metadata["ocr_pages"] = len(read.ocr_pages)
@@ -69,7 +70,8 @@ class PdfLoader(Loader):
             page_metadata=tuple({"ocr_confidence": read.ocr_pages[n]} if n in read.ocr_pages else {}
                                 for n in range(len(read.pages))) if read.ocr_pages else (),
         )
-        return LoadResult([document], read.notes, stats={"ocr_pages": len(read.ocr_pages), "tables": read.tables})
+        return LoadResult([document], read.notes, stats={"ocr_pages": len(read.ocr_pages), "tables": read.tables},
+                          incomplete=missing)
 
 
 @dataclass
