@@ -51,3 +51,76 @@ def test_a_hyphen_that_is_part_of_a_word_survives_a_line_break():
     assert "chat-optimized" in text
     assert "computer reads" in text
     assert "well-known fact" in text and "well-known well-known" in text
+
+
+OMML = ('<m:oMath xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math">'
+        '<m:r><m:t>θ=</m:t></m:r><m:sSup><m:e><m:r><m:t>sin</m:t></m:r></m:e><m:sup><m:r><m:t>-1</m:t></m:r></m:sup>'
+        '</m:sSup><m:d><m:e><m:f><m:num><m:r><m:t>λ</m:t></m:r></m:num><m:den><m:r><m:t>2d</m:t></m:r></m:den></m:f>'
+        '</m:e></m:d></m:oMath>')
+
+
+def test_word_equations_and_comments_are_kept(tmp_path):
+    import docx
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    paragraph = document.add_paragraph("For the first order, the angle is ")
+    paragraph._p.append(parse_xml(OMML))
+    paragraph.add_run(" by Bragg's law.")
+    document.add_comment(paragraph.runs, text="Check the units of d.", author="Ann")
+    path = tmp_path / "bragg.docx"
+    document.save(path)
+    text = text_of(path)
+    assert "the angle is $θ=sin^{-1}(\\frac{λ}{2d})$ by Bragg's law." in text
+    assert "Ann: Check the units of d." in text
+
+
+def test_powerpoint_chart_titles_categories_and_alt_text_are_kept(tmp_path):
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    presentation = Presentation()
+    slide = presentation.slides.add_slide(presentation.slide_layouts[5])
+    slide.shapes.title.text = "Results"
+    data = CategoryChartData()
+    data.categories = ["Q1", "Q2"]
+    data.add_series("Revenue", (50.5, 61.0))
+    frame = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1), Inches(4), Inches(3), data)
+    frame.chart.has_title = True
+    frame.chart.chart_title.text_frame.text = "Quarterly revenue"
+    image = tmp_path / "dot.png"
+    from PIL import Image
+
+    Image.new("RGB", (4, 4), "red").save(image)
+    picture = slide.shapes.add_picture(str(image), Inches(5), Inches(1))
+    picture._element.nvPicPr.cNvPr.set("descr", "A red dot marking the launch site")
+    path = tmp_path / "deck.pptx"
+    presentation.save(path)
+    text = text_of(path)
+    assert "Chart: Quarterly revenue" in text
+    assert "| category | Revenue |" in text and "| Q1 | 50.5 |" in text and "| Q2 | 61 |" in text
+    assert "Image: A red dot marking the launch site" in text
+
+
+def test_an_epub_keeps_its_author_and_description(tmp_path):
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("id1")
+    book.set_title("Field Robotics")
+    book.add_author("Grace Hopper")
+    book.add_metadata("DC", "description", "<p>A guide to robots that work <b>outdoors</b>.</p>")
+    chapter = epub.EpubHtml(title="One", file_name="one.xhtml", content="<h1>One</h1><p>Robots plough fields.</p>")
+    book.add_item(chapter)
+    book.spine = [chapter]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    path = tmp_path / "book.epub"
+    epub.write_epub(str(path), book)
+    [document] = load_file(path, str(path)).documents
+    assert "Author: Grace Hopper" in document.text
+    assert "Description: A guide to robots that work outdoors ." in document.text or \
+        "Description: A guide to robots that work outdoors." in document.text
+    assert document.metadata["author"] == "Grace Hopper" and "Robots plough fields." in document.text

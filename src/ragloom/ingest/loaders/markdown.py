@@ -23,6 +23,7 @@ _DATA_URI = re.compile(r"(?<![\w-])data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-
 class MarkdownLoader(TextFileLoader):
     name = "markdown"
     extensions = (".md", ".markdown")
+    version = 2  # chunks carry start_line and end_line
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         text, dropped = _DATA_URI.subn("data:", text)

@@ -43,7 +43,7 @@ _DIGITS = re.compile(r"\d+")
 class PdfLoader(Loader):
     name = "pdf"
     extensions = (".pdf",)
-    version = 2
+    version = 3  # a hyphen that is part of a word survives a line break
 
     def policy(self) -> str:
         return f"pdf/v{self.version}/ocr={self.options.ocr}"

@@ -27,6 +27,7 @@ MAX_EMPTY_RUN = 10_000
 
 class _Sheets(Loader):
     kind = "a spreadsheet"
+    version = 2  # title rows above a table, and rows wider than its header, keep every cell
 
     def load(self, path: Path, source: str) -> LoadResult:
         writer = MarkdownWriter()

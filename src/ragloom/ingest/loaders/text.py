@@ -32,6 +32,7 @@ class TextFileLoader(Loader):
 class TextLoader(TextFileLoader):
     name = "text"
     extensions = (".txt", ".text", ".rst")
+    version = 2  # chunks carry start_line and end_line
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         return LoadResult([single_document(text, path, source, title=path.stem, has_lines=True)])
