@@ -140,6 +140,18 @@ class Hit:
     def chunk_index(self) -> int:
         return int(self.metadata.get("chunk_index", 0))
 
+    @property
+    def start_line(self) -> int | None:
+        """The first line of the passage in its file (1-based; text, Markdown and code files), or None."""
+        line = self.metadata.get("start_line")
+        return int(line) if line is not None else None
+
+    @property
+    def end_line(self) -> int | None:
+        """The last line of the passage in its file (inclusive), or None."""
+        line = self.metadata.get("end_line")
+        return int(line) if line is not None else None
+
     # The specification calls a retrieved passage a Document(content, metadata, score).
     @property
     def content(self) -> str:
@@ -154,6 +166,8 @@ class Hit:
             "weak": self.weak,
             "chunk_id": self.chunk_id,
             "source": self.source,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
             "text": self.text,
             "metadata": self.metadata,
             "scores": self.scores,

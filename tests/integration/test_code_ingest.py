@@ -3,6 +3,10 @@ vendored, minified and generated files skipped with a reason, lines on every chu
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -157,3 +161,25 @@ def test_camel_case_words_are_found_by_their_parts(ingested):
     assert hits and "getUserName" in hits[0].text
     exact = index.search("parse_config", k=3, mode="lexical")
     assert exact and "def parse_config" in exact[0].text
+
+
+def test_the_cli_names_skipped_files_and_shows_path_and_line(tmp_path):
+    folder = project(tmp_path / "repo", "3f2a8c1e-55b4-4c1d-9e2f-0a1b2c3d4e5f")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+
+    def ragloom(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ragloom", *args], cwd=tmp_path, capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    ingested = ragloom("ingest", "repo", "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    report = json.loads(ingested.stdout)
+    skipped = {Path(entry["path"]).name: entry["reason"] for entry in report["skipped_files"]}
+    assert "minified" in skipped["app.min.js"] and "vendored" in skipped["node_modules"]
+    again = " ".join(ragloom("ingest", "repo").stdout.split())  # the text report: skips grouped, files named
+    assert "skipped 1 file, unsupported type (.xyz): repo/logo.xyz" in again
+    assert "skipped 1 file, minified: repo/dist/app.min.js" in again
+    found = ragloom("search", "display name of a user", "-k", "1")
+    assert found.returncode == 0, found.stderr
+    line = 1 + APP.splitlines().index("    def getUserName(self, user_id):")
+    assert f"app.py:{line}" in found.stdout
