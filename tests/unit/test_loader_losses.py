@@ -124,3 +124,24 @@ def test_an_epub_keeps_its_author_and_description(tmp_path):
     assert "Description: A guide to robots that work outdoors ." in document.text or \
         "Description: A guide to robots that work outdoors." in document.text
     assert document.metadata["author"] == "Grace Hopper" and "Robots plough fields." in document.text
+
+
+def test_a_web_page_keeps_its_main_content_with_headings_as_sections(tmp_path):
+    languages = "".join(f"<li><a href='/{n}'>Language {n}</a></li>" for n in range(150))
+    history = "<p>" + "The filter is named after Rudolf Kálmán, who developed its theory around 1960. " * 8 + "</p>"
+    page = (
+        "<html><head><title>Kalman filter - Wiki</title></head><body>"
+        f"<nav><ul><li><a href='/'>Main page</a></li>{languages}</ul></nav>"
+        "<div id='content'><h1>Kalman filter</h1>"
+        "<p>The <a href='/wiki/Estimation'>Kalman filter</a> estimates unknown variables from noisy measurements.</p>"
+        f"<h2>History</h2>{history}"
+        "<h2>Overview</h2><p>It alternates a prediction phase and an update phase, weighing each measurement.</p>"
+        "</div><footer><ul><li>Privacy policy</li><li>About the wiki</li></ul></footer></body></html>"
+    )
+    path = tmp_path / "kalman.html"
+    path.write_text(page, encoding="utf-8")
+    [document] = load_file(path, str(path)).documents
+    assert document.text.startswith("# Kalman filter")
+    assert "The Kalman filter estimates unknown variables" in document.text  # the link keeps its text
+    assert "## History" in document.text and "## Overview" in document.text
+    assert "Language 42" not in document.text and "Privacy policy" not in document.text

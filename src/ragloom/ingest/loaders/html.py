@@ -1,4 +1,10 @@
-"""HTML pages: the visible text, with block elements kept as line and paragraph breaks."""
+"""HTML pages: the main content, as Markdown, its headings the sections.
+
+trafilatura finds the page's main content (leaving out menus, language lists, footers and
+sidebars) and writes it as Markdown: headings, lists, tables, and links as their text. A page
+it finds nothing in (a fragment, a page of only navigation), and a short page, are read whole: the visible text, with
+block elements kept as line and paragraph breaks (``extract``).
+"""
 
 from __future__ import annotations
 
@@ -38,13 +44,30 @@ _VOID = frozenset(
 class HtmlLoader(TextFileLoader):
     name = "html"
     extensions = (".html", ".htm")
+    version = 2  # the main content (trafilatura), as Markdown
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         page = extract(text)
-        if not page.body:
+        body = (main_content(text) if len(page.body) >= MAIN_CONTENT_FROM_CHARS else "") or page.body
+        if not body:
             return empty_result(source)
         title = page.title or page.heading or path.stem
-        return LoadResult([single_document(page.body, path, source, title=title)])
+        return LoadResult([single_document(body, path, source, title=title)])
+
+
+#: Pages with less visible text than this are read whole: there is little boilerplate to leave out,
+#: and on short pages trafilatura falls back to a flat text that loses their structure.
+MAIN_CONTENT_FROM_CHARS = 2_000
+_ESCAPED = re.compile(r"\\([_*`\[\]#<>])")
+
+
+def main_content(html: str) -> str:
+    """The page's main content as Markdown (trafilatura), or "" when it finds none."""
+    import trafilatura
+
+    found = trafilatura.extract(html, output_format="markdown", include_links=False, include_tables=True,
+                                include_images=False, include_comments=False, favor_recall=True)
+    return _ESCAPED.sub(r"\1", found or "").strip()  # ``base\_link`` is ``base_link`` in the page
 
 
 @dataclass
