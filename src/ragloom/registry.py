@@ -95,6 +95,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
         "image": "ragloom.ingest.loaders.image:ImageLoader",
         "code": "ragloom.ingest.loaders.code:CodeLoader",
+        "data": "ragloom.ingest.loaders.data:DataLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes
         "dense": "ragloom.retrieve.presets:DENSE",

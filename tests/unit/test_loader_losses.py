@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ragloom.ingest.loaders import load_file
 
 
@@ -145,3 +147,33 @@ def test_a_web_page_keeps_its_main_content_with_headings_as_sections(tmp_path):
     assert "The Kalman filter estimates unknown variables" in document.text  # the link keeps its text
     assert "## History" in document.text and "## Overview" in document.text
     assert "Language 42" not in document.text and "Privacy policy" not in document.text
+
+
+@pytest.mark.parametrize("name, text", [
+    ("app.json", '{"name": "demo", "server": {"tls": {"timeout": 30}, "hosts": ["a.example", "b.example"]}}'),
+    ("app.yaml", "name: demo\nserver:\n  tls:\n    timeout: 30\n  hosts:\n    - a.example\n    - b.example\n"),
+    ("app.toml", 'name = "demo"\n[server]\nhosts = ["a.example", "b.example"]\n[server.tls]\ntimeout = 30\n'),
+])
+def test_data_files_keep_each_value_with_its_keys(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    [document] = load_file(path, str(path)).documents
+    assert "name: demo" in document.text and "## server" in document.text
+    assert "server.tls.timeout: 30" in document.text and "server.hosts[1]: b.example" in document.text
+
+
+def test_ini_files_keep_sections_and_keys(tmp_path):
+    path = tmp_path / "setup.cfg"
+    path.write_text("[metadata]\nname = demo\n[tool:pytest]\naddopts = -q\n")
+    text = text_of(path)
+    assert "## metadata" in text and "metadata.name: demo" in text and "tool:pytest.addopts: -q" in text
+
+
+def test_a_lock_file_is_skipped_and_a_broken_file_read_as_text(tmp_path):
+    lock = tmp_path / "package-lock.json"
+    lock.write_text('{"lockfileVersion": 3}')
+    assert "lock file" in (load_file(lock, str(lock)).skip_reason or "")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"name": "demo",')
+    result = load_file(broken, str(broken))
+    assert '"name": "demo"' in result.documents[0].text and "read as plain text" in result.warnings[0]

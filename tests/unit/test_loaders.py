@@ -277,6 +277,7 @@ def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.M
         ".csv", ".docx", ".eml", ".epub", ".htm", ".html", ".ipynb", ".jpeg", ".jpg", ".jsonl", ".markdown",
         ".mbox", ".md", ".ods", ".odt", ".pdf", ".png", ".pptx", ".rst", ".rtf", ".text", ".tif", ".tiff",
         ".tsv", ".txt", ".xlsm", ".xlsx", *CODE_LANGUAGES,
+        ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".lock",
     ])
     assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
