@@ -153,6 +153,18 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
+    parse_in_worker: bool = Field(
+        True, description="parse documents (PDF, Office, e-books, web pages, images) in a worker process under "
+        "the limits below, so a file that blows up stops alone (Linux; elsewhere they are parsed in-process)",
+    )
+    parse_memory_mb: int = Field(
+        1024, ge=64, description="memory a worker may take to parse one file; a file needing more is reported "
+        "and skipped",
+    )
+    parse_timeout_s: float = Field(
+        300.0, gt=0, description="seconds a worker may take to parse one file; a file taking longer is reported "
+        "and skipped",
+    )
     ocr: Literal["auto", "always", "never"] = Field(
         "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
         "(every PDF page) or never"

@@ -48,6 +48,9 @@ class Loader(ABC):
     extensions: tuple[str, ...] = ()
     #: Raised when the text a loader makes of the same file changes, so files are read again.
     version: int = 1
+    #: Parsed in a worker process under ``ingest.parse_memory_mb`` and ``parse_timeout_s``
+    #: (``ingest/sandbox.py``): every format a library parses. Plain text is decoded in-process.
+    sandboxed: bool = True
 
     def __init__(self, options: LoaderOptions | None = None) -> None:
         self.options = options or LoaderOptions()

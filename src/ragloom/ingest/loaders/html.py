@@ -44,6 +44,7 @@ _VOID = frozenset(
 class HtmlLoader(TextFileLoader):
     name = "html"
     extensions = (".html", ".htm")
+    sandboxed = True  # trafilatura builds a tree of the whole page
     version = 2  # the main content (trafilatura), as Markdown
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:

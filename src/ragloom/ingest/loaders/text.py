@@ -13,6 +13,8 @@ from .decode import decode_text, empty_result
 class TextFileLoader(Loader):
     """Decodes the file, refuses binary content, reports empty files; subclasses parse."""
 
+    sandboxed = False
+
     def load(self, path: Path, source: str) -> LoadResult:
         return self.load_bytes(path.read_bytes(), path, source)
 
