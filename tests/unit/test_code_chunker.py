@@ -175,3 +175,10 @@ def test_minified_and_generated_files_are_skipped_with_a_reason(tmp_path, name, 
     path.write_text(text)
     result = load_file(path, str(path))
     assert result.documents == [] and reason in (result.skip_reason or "")
+
+
+def test_a_docstring_that_mentions_generated_code_is_not_a_generated_file(tmp_path):
+    path = tmp_path / "fields.py"
+    path.write_text('def restore(data):\n    """Unpickling function for auto-generated field types."""\n    return data\n')
+    result = load_file(path, str(path))
+    assert result.skip_reason is None and result.documents
