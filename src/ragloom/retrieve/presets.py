@@ -27,5 +27,5 @@ RAPTOR = [{"raptor": {}}]
 CORRECTIVE = [{"corrective": {}}, {"compress": {}}]
 HYDE = [{"hyde": {}}]
 MULTI_QUERY = [{"multi-query": {}}]
-# Source code (benchmarks/code.py, CoSQA dev): hybrid search with the dense weight tuned there.
+# Source code (benchmarks/code_search.py, CoSQA dev): hybrid search with the dense weight tuned there.
 CODE = [{"hybrid": {}}]
