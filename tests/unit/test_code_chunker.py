@@ -182,3 +182,21 @@ def test_a_docstring_that_mentions_generated_code_is_not_a_generated_file(tmp_pa
     path.write_text('def restore(data):\n    """Unpickling function for auto-generated field types."""\n    return data\n')
     result = load_file(path, str(path))
     assert result.skip_reason is None and result.documents
+
+
+def test_a_watcher_leaves_out_what_a_walk_leaves_out(tmp_path):
+    from ragloom.ingest.ignore import left_out
+
+    (tmp_path / "build").mkdir()
+    (tmp_path / "src" / "gen").mkdir(parents=True)
+    (tmp_path / "node_modules" / "x").mkdir(parents=True)
+    (tmp_path / ".gitignore").write_text("build/\n*.tmp.py\n")
+    (tmp_path / "src" / ".ragloomignore").write_text("gen/\n!keep.tmp.py\n")
+    vendored = ["node_modules"]
+    names = [".gitignore", ".ragloomignore"]
+    assert left_out(tmp_path, tmp_path / "build" / "a.py", names, vendored)
+    assert left_out(tmp_path, tmp_path / "src" / "gen" / "b.py", names, vendored)
+    assert left_out(tmp_path, tmp_path / "node_modules" / "x" / "c.js", names, vendored)
+    assert left_out(tmp_path, tmp_path / "src" / "scratch.tmp.py", names, vendored)
+    assert not left_out(tmp_path, tmp_path / "src" / "keep.tmp.py", names, vendored)
+    assert not left_out(tmp_path, tmp_path / "src" / "app.py", names, vendored)

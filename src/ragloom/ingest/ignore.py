@@ -64,3 +64,21 @@ def relative_posix(path: str, root: str) -> str:
     """``path`` relative to ``root`` in POSIX form, "" for the root itself."""
     relative = os.path.relpath(path, root)
     return "" if relative == "." else Path(relative).as_posix()
+
+
+def left_out(root: Path, file: Path, ignore_files: Sequence[str], vendored: Sequence[str]) -> bool:
+    """Whether a walk of ``root`` leaves ``file`` out (a vendored folder or an ignore file on the way):
+    for a watcher that learns of one file at a time."""
+    parts = file.relative_to(root).as_posix().split("/")
+    if any(part in vendored for part in parts[:-1]):
+        return True
+    rules = IgnoreRules(root, tuple(ignore_files), frozenset(vendored))
+    here = ""
+    rules.enter(here)
+    for part in parts[:-1]:
+        child = f"{here}/{part}" if here else part
+        if rules.ignored(here, child, is_dir=True):
+            return True
+        rules.enter(child)
+        here = child
+    return rules.ignored(here, "/".join(parts))
