@@ -177,3 +177,15 @@ def test_a_lock_file_is_skipped_and_a_broken_file_read_as_text(tmp_path):
     broken.write_text('{"name": "demo",')
     result = load_file(broken, str(broken))
     assert '"name": "demo"' in result.documents[0].text and "read as plain text" in result.warnings[0]
+
+
+def test_subtitles_logs_and_markup_are_read_as_text_with_lines(tmp_path):
+    path = tmp_path / "talk.srt"
+    path.write_text("1\n00:00:01,000 --> 00:00:03,000\nWelcome to the survey briefing.\n\n"
+                    "2\n00:00:04,000 --> 00:00:06,000\nThe drone starts at dawn.\n")
+    [document] = load_file(path, str(path)).documents
+    assert "The drone starts at dawn." in document.text and document.has_lines
+    for name in ("run.log", "paper.tex", "guide.adoc", "notes.org"):
+        other = tmp_path / name
+        other.write_text("first line\nsecond line\n")
+        assert load_file(other, str(other)).documents[0].text == "first line\nsecond line\n"
