@@ -96,6 +96,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "image": "ragloom.ingest.loaders.image:ImageLoader",
         "code": "ragloom.ingest.loaders.code:CodeLoader",
         "data": "ragloom.ingest.loaders.data:DataLoader",
+        "xml": "ragloom.ingest.loaders.xml:XmlLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes
         "dense": "ragloom.retrieve.presets:DENSE",

@@ -189,3 +189,19 @@ def test_subtitles_logs_and_markup_are_read_as_text_with_lines(tmp_path):
         other = tmp_path / name
         other.write_text("first line\nsecond line\n")
         assert load_file(other, str(other)).documents[0].text == "first line\nsecond line\n"
+
+
+def test_a_feed_gives_a_document_per_entry_and_xml_keeps_element_paths(tmp_path):
+    feed = tmp_path / "news.rss"
+    feed.write_text('<?xml version="1.0"?><rss version="2.0"><channel><title>Field news</title>'
+                    '<item><title>Drone survey</title><link>https://x.example/1</link>'
+                    '<description>The &lt;b&gt;drone&lt;/b&gt; mapped the river.</description></item>'
+                    '<item><title>Rover test</title><link>https://x.example/2</link>'
+                    '<description>The rover climbed the dune.</description></item></channel></rss>')
+    documents = load_file(feed, str(feed)).documents
+    assert [d.title for d in documents] == ["Drone survey", "Rover test"]
+    assert "The drone mapped the river." in documents[0].text and documents[0].metadata["link"] == "https://x.example/1"
+    catalog = tmp_path / "catalog.xml"
+    catalog.write_text('<catalog><book id="b1"><title>Dune</title><year>1965</year></book></catalog>')
+    text = text_of(catalog)
+    assert "## book" in text and "catalog/book/title: Dune" in text and "catalog/book [id=b1]" in text
