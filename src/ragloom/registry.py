@@ -97,6 +97,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "code": "ragloom.ingest.loaders.code:CodeLoader",
         "data": "ragloom.ingest.loaders.data:DataLoader",
         "xml": "ragloom.ingest.loaders.xml:XmlLoader",
+        "archive": "ragloom.ingest.loaders.archive:ArchiveLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes
         "dense": "ragloom.retrieve.presets:DENSE",

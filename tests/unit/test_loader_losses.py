@@ -205,3 +205,43 @@ def test_a_feed_gives_a_document_per_entry_and_xml_keeps_element_paths(tmp_path)
     catalog.write_text('<catalog><book id="b1"><title>Dune</title><year>1965</year></book></catalog>')
     text = text_of(catalog)
     assert "## book" in text and "catalog/book/title: Dune" in text and "catalog/book [id=b1]" in text
+
+
+def test_archive_members_are_documents_named_by_their_path(tmp_path):
+    import io
+    import tarfile
+    import zipfile
+
+    zipped = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("docs/guide.md", "# Guide\n\nCalibrate the lidar first.\n")
+        archive.writestr("src/app.py", "def main():\n    return 1\n")
+        archive.writestr("logo.bin", b"\x00\x01")
+    result = load_file(zipped, str(zipped))
+    by_id = {d.doc_id: d for d in result.documents}
+    assert set(by_id) == {"docs/guide.md", "src/app.py"}
+    assert by_id["docs/guide.md"].metadata["archive_member"] == "bundle.zip/docs/guide.md"
+    assert by_id["src/app.py"].metadata["language"] == "python" and "logo.bin" in result.warnings[-1]
+    tarred = tmp_path / "notes.tar.gz"
+    with tarfile.open(tarred, "w:gz") as archive:
+        data = b"The survey starts at dawn.\n"
+        info = tarfile.TarInfo("notes/day1.txt")
+        info.size = len(data)
+        archive.addfile(info, io.BytesIO(data))
+    [document] = load_file(tarred, str(tarred)).documents
+    assert document.doc_id == "notes/day1.txt" and "dawn" in document.text
+
+
+def test_an_archive_bomb_is_refused(tmp_path):
+    import io
+    import tarfile
+
+    from ragloom.errors import CorruptDocumentError
+
+    bomb = tmp_path / "bomb.tar.gz"
+    with tarfile.open(bomb, "w:gz") as archive:
+        info = tarfile.TarInfo("zeros.txt")
+        info.size = 64 * 2**20
+        archive.addfile(info, io.BytesIO(b"\x00" * info.size))
+    with pytest.raises(CorruptDocumentError, match="possible bomb"):
+        load_file(bomb, str(bomb))
