@@ -75,7 +75,7 @@ class EmbedderConfig(Section):
 
 #: Files that are Markdown, or that their loader turns into Markdown (headings, lists, tables).
 MARKDOWN_EXTENSIONS = (
-    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
+    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
     ".eml", ".mbox", ".html", ".htm", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
 )
 

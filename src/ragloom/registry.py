@@ -88,6 +88,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "pptx": "ragloom.ingest.loaders.pptx:PptxLoader",
         "xlsx": "ragloom.ingest.loaders.spreadsheet:XlsxLoader",
         "ods": "ragloom.ingest.loaders.spreadsheet:OdsLoader",
+        "xls": "ragloom.ingest.loaders.spreadsheet:XlsLoader",
         "csv": "ragloom.ingest.loaders.spreadsheet:CsvLoader",
         "epub": "ragloom.ingest.loaders.epub:EpubLoader",
         "eml": "ragloom.ingest.loaders.email:EmlLoader",

@@ -245,3 +245,19 @@ def test_an_archive_bomb_is_refused(tmp_path):
         archive.addfile(info, io.BytesIO(b"\x00" * info.size))
     with pytest.raises(CorruptDocumentError, match="possible bomb"):
         load_file(bomb, str(bomb))
+
+
+def test_a_legacy_xls_workbook_is_read_with_its_title_row(tmp_path):
+    import xlwt
+
+    workbook = xlwt.Workbook()
+    sheet = workbook.add_sheet("Budget")
+    sheet.write(0, 0, "Budget 2024")
+    for column, value in enumerate(["Item", "Cost"]):
+        sheet.write(1, column, value)
+    sheet.write(2, 0, "Lidar")
+    sheet.write(2, 1, 1200)
+    path = tmp_path / "budget.xls"
+    workbook.save(str(path))
+    text = text_of(path)
+    assert "## Sheet: Budget" in text and "Budget 2024" in text and "| Lidar | 1200 |" in text

@@ -1,4 +1,4 @@
-"""Spreadsheets: ``.xlsx`` (openpyxl, streamed), ``.ods`` (odfpy), ``.csv`` and ``.tsv`` (the csv module).
+"""Spreadsheets: ``.xlsx`` (openpyxl, streamed), ``.xls`` (xlrd), ``.ods`` (odfpy), ``.csv`` and ``.tsv`` (the csv module).
 
 Each sheet is a section holding one Markdown table; its first non-empty row is the header, and
 the header is repeated above every block of rows (see ``_markdown``), so a row found alone still
@@ -116,6 +116,26 @@ class XlsxLoader(_Sheets):
                 yield sheet.title, sheet.iter_rows(values_only=True)
         finally:
             workbook.close()
+
+
+class XlsLoader(_Sheets):
+    """Excel 97-2003 workbooks (``.xls``, the OLE binary format) through xlrd: values only."""
+
+    name = "xls"
+    extensions = (".xls",)
+    kind = "an Excel 97-2003 workbook"
+
+    def sheets(self, path: Path, source: str):
+        import xlrd
+
+        workbook = xlrd.open_workbook(str(path), on_demand=True)
+        try:
+            for index in range(workbook.nsheets):
+                sheet = workbook.sheet_by_index(index)
+                yield sheet.name, (sheet.row_values(row) for row in range(sheet.nrows))
+                workbook.unload_sheet(index)
+        finally:
+            workbook.release_resources()
 
 
 class OdsLoader(_Sheets):
