@@ -99,11 +99,11 @@ def flate_bomb_pdf(path: Path, pages_mb: list[int]) -> Path:
     return path
 
 
-def run_ingest(folder: Path, in_worker: bool) -> dict:
+def run_ingest(folder: Path, in_worker: bool, memory_mb: int) -> dict:
     from ragloom import Config, Index
 
     with tempfile.TemporaryDirectory(prefix="ragloom-hostile-index-") as index_folder:
-        config = Config.from_dict({"ingest": {"parse_in_worker": in_worker}})
+        config = Config.from_dict({"ingest": {"parse_in_worker": in_worker, "parse_memory_mb": memory_mb}})
         started = time.perf_counter()
         with Index.open(Path(index_folder), config) as index:
             report = index.ingest([folder])
@@ -122,16 +122,17 @@ def ingest_table() -> None:
         print(f"{len(cases) + 2} hostile files ({sizes})\n")
         print("| parsing | seconds | ingest peak RSS MB | worker peak RSS MB | files added | reported |")
         print("|---|---|---|---|---|---|")
-        for in_worker in (True, False):
-            out = subprocess.run([sys.executable, __file__, "--ingest-one", folder, str(in_worker)],
+        for in_worker, memory_mb in ((True, 1024), (True, 512), (False, 1024)):
+            label = f"worker, parse_memory_mb {memory_mb}" if in_worker else "in-process"
+            out = subprocess.run([sys.executable, __file__, "--ingest-one", folder, str(in_worker), str(memory_mb)],
                                  capture_output=True, text=True)
             if out.returncode != 0:
-                print(f"| {'worker' if in_worker else 'in-process'} | died ({out.returncode}) | | | | "
+                print(f"| {label} | died ({out.returncode}) | | | | "
                       f"{out.stderr.strip().splitlines()[-1][:120] if out.stderr.strip() else ''} |")
                 continue
             row = json.loads(out.stdout.strip().splitlines()[-1])
-            said = "<br>".join(f[:110] for f in row["failed"])
-            print(f"| {'worker' if in_worker else 'in-process'} | {row['seconds']:.1f} | {row['peak_rss_mb']:.0f} | "
+            said = "<br>".join(f.replace(folder + "/", "")[:110] for f in row["failed"])
+            print(f"| {label} | {row['seconds']:.1f} | {row['peak_rss_mb']:.0f} | "
                   f"{row['workers_peak_rss_mb']:.0f} | {row['added']} | {said} |")
 
 
@@ -153,8 +154,8 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(run_one(Path(sys.argv[2]))))
         return
-    if len(sys.argv) == 4 and sys.argv[1] == "--ingest-one":
-        print(json.dumps(run_ingest(Path(sys.argv[2]), sys.argv[3] == "True")))
+    if len(sys.argv) == 5 and sys.argv[1] == "--ingest-one":
+        print(json.dumps(run_ingest(Path(sys.argv[2]), sys.argv[3] == "True", int(sys.argv[4]))))
         return
     if sys.argv[1:] == ["--ingest"]:
         ingest_table()
