@@ -17,6 +17,7 @@ from ragloom.stores.embedded.identifiers import camel_parts, identifiers
     ("call os.path.join or parse_config or getUserName", ["os.path.join", "parse_config", "getUserName"]),
     ("MAX_RETRIES", ["MAX_RETRIES"]),
     ("how do I bake bread with a well-known recipe", []),
+    ("use a tool, e.g. a drill, i.e. not a hammer", []),
     ("python get file extension", []),
 ])
 def test_query_identifiers(query, expected):

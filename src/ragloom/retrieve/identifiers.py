@@ -20,8 +20,8 @@ _PATTERNS = (
     r"(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}",  # a hash
     r"v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?",  # a version
     r"[A-Z][A-Z0-9]*[-_]?\d{2,}",  # an error code: E1234, ORA-00942, HTTP_404
-    r"[\w-]+\.[A-Za-z][A-Za-z0-9]{0,5}",  # a file name
-    r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?",  # a dotted or qualified symbol
+    r"[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{1,5}",  # a file name (not "e.g")
+    r"[A-Za-z_$][\w$]+(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?",  # a dotted or qualified symbol
     r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*",  # snake_case, SCREAMING_CASE
     r"[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*",  # camelCase, PascalCase
 )
