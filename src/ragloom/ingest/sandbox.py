@@ -16,7 +16,6 @@ are parsed in-process, as before.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, TimeoutError
 from concurrent.futures.process import BrokenProcessPool
@@ -44,7 +43,7 @@ class ParserSandbox:
 
     def load(self, path: Path, source: str, data: bytes, options: LoaderOptions) -> LoadResult:
         pool = self._worker()
-        future = pool.submit(_load_limited, path, source, data, options)
+        future = pool.submit(load_file, path, source, data, options)
         try:
             return future.result(timeout=self.timeout_s)
         except TimeoutError:
@@ -84,15 +83,10 @@ class ParserSandbox:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _load_limited(path: Path, source: str, data: bytes, options: LoaderOptions) -> LoadResult:
-    return load_file(path, source, data, options)
-
-
 def _limit_memory(memory_mb: int) -> None:
     """In the worker: an address-space limit of what it maps now plus ``memory_mb``."""
     import resource
 
-    os.environ["OMP_NUM_THREADS"] = "1"
     mapped = _mapped_bytes()
     limit = mapped + memory_mb * 1_000_000
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
