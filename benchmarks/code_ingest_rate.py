@@ -39,7 +39,7 @@ def main() -> None:
                 kinds.setdefault(chunk.source, Counter())[chunk.metadata.get("kind", "")] += 1
         read = len(report.added)
         fell_back = sum(1 for path, counts in kinds.items() if path.endswith(".py") and set(counts) == {"lines"})
-        print(f"| package | files read | lines | chunks | seconds | files/s | chunks/s | embed share | line fallback |")
+        print("| package | files read | lines | chunks | seconds | files/s | chunks/s | embed share | line fallback |")
         print("|---|---|---|---|---|---|---|---|---|")
         print(f"| {args.package} | {read} of {len(files)} | {lines:,} | {report.chunks_written:,} | {seconds:.1f} | "
               f"{read / seconds:.1f} | {report.chunks_written / seconds:.1f} | "

@@ -164,7 +164,7 @@ def test_camel_case_words_are_found_by_their_parts(ingested):
 
 
 def test_the_cli_names_skipped_files_and_shows_path_and_line(tmp_path):
-    folder = project(tmp_path / "repo", "3f2a8c1e-55b4-4c1d-9e2f-0a1b2c3d4e5f")
+    project(tmp_path / "repo", "3f2a8c1e-55b4-4c1d-9e2f-0a1b2c3d4e5f")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
 
     def ragloom(*args: str) -> subprocess.CompletedProcess:

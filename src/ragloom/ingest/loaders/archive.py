@@ -11,7 +11,6 @@ types, and archives inside the archive, are named in a warning.
 from __future__ import annotations
 
 import gzip
-import io
 import tarfile
 import zipfile
 from collections.abc import Iterator
