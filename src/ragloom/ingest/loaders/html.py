@@ -49,7 +49,8 @@ class HtmlLoader(TextFileLoader):
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         page = extract(text)
-        body = (main_content(text) if len(page.body) >= MAIN_CONTENT_FROM_CHARS else "") or page.body
+        wanted = len(page.body) >= MAIN_CONTENT_FROM_CHARS and page.depth <= MAX_MAIN_CONTENT_DEPTH
+        body = (main_content(text) if wanted else "") or page.body
         if not body:
             return empty_result(source)
         title = page.title or page.heading or path.stem
@@ -59,6 +60,9 @@ class HtmlLoader(TextFileLoader):
 #: Pages with less visible text than this are read whole: there is little boilerplate to leave out,
 #: and on short pages trafilatura falls back to a flat text that loses their structure.
 MAIN_CONTENT_FROM_CHARS = 2_000
+#: Pages nested deeper than this are read whole: trafilatura's tree is lxml's, which cuts deeper
+#: nesting short (and the one-pass reader stays linear however deep a page goes).
+MAX_MAIN_CONTENT_DEPTH = 200
 _ESCAPED = re.compile(r"\\([_*`\[\]#<>])")
 
 
@@ -77,6 +81,8 @@ class Page:
     title: str
     #: The first <h1>, the title when the page has no <title>.
     heading: str
+    #: How deep its elements nest.
+    depth: int = 0
 
 
 def extract(html: str) -> Page:
@@ -92,6 +98,7 @@ def extract(html: str) -> Page:
         body=_BREAKS.sub(_collapse, "".join(parser.out)).strip(),
         title=" ".join(" ".join(parser.title).split()),
         heading=" ".join(" ".join(parser.heading).split()),
+        depth=parser.deepest,
     )
 
 
@@ -109,6 +116,7 @@ class _VisibleText(HTMLParser):
         self._in_title = 0
         self._in_h1 = 0
         self._h1_done = False
+        self.deepest = 0
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag in _VOID:
@@ -123,6 +131,7 @@ class _VisibleText(HTMLParser):
         if not self._hidden and tag in _MARKS:
             self.out.append(_MARKS[tag])
         self._stack.append([tag, 0])
+        self.deepest = max(self.deepest, len(self._stack))
         self._open[tag] += 1
         self._count(tag, +1)
 
