@@ -77,6 +77,7 @@ class EmbedderConfig(Section):
 MARKDOWN_EXTENSIONS = (
     ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
     ".eml", ".mbox", ".html", ".htm", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
+    ".tex", ".adoc", ".asciidoc", ".org",
 )
 
 

@@ -98,6 +98,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "code": "ragloom.ingest.loaders.code:CodeLoader",
         "data": "ragloom.ingest.loaders.data:DataLoader",
         "xml": "ragloom.ingest.loaders.xml:XmlLoader",
+        "markup": "ragloom.ingest.loaders.markup:MarkupLoader",
         "archive": "ragloom.ingest.loaders.archive:ArchiveLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes

@@ -185,10 +185,24 @@ def test_subtitles_logs_and_markup_are_read_as_text_with_lines(tmp_path):
                     "2\n00:00:04,000 --> 00:00:06,000\nThe drone starts at dawn.\n")
     [document] = load_file(path, str(path)).documents
     assert "The drone starts at dawn." in document.text and document.has_lines
-    for name in ("run.log", "paper.tex", "guide.adoc", "notes.org"):
-        other = tmp_path / name
-        other.write_text("first line\nsecond line\n")
-        assert load_file(other, str(other)).documents[0].text == "first line\nsecond line\n"
+    log = tmp_path / "run.log"
+    log.write_text("first line\nsecond line\n")
+    assert load_file(log, str(log)).documents[0].text == "first line\nsecond line\n"
+
+
+@pytest.mark.parametrize("name, heading", [
+    ("paper.tex", "\\section{Results}"), ("guide.adoc", "== Results"), ("notes.org", "** Results"),
+])
+def test_latex_asciidoc_and_org_headings_become_sections_on_their_lines(tmp_path, name, heading):
+    from ragloom.config import ChunkingConfig
+    from ragloom.ingest.chunkers.base import create_chunker
+
+    path = tmp_path / name
+    path.write_text(f"Intro text.\n\n{heading}\n\nThe drone mapped the river.\n")
+    [document] = load_file(path, str(path)).documents
+    chunks = create_chunker(ChunkingConfig(strategy="markdown", chunk_size=64), lambda t: len(t.split())).chunk(document)
+    result = next(c for c in chunks if "drone" in c.text)
+    assert result.metadata["section"] == "Results" and result.metadata["end_line"] == 5
 
 
 def test_a_feed_gives_a_document_per_entry_and_xml_keeps_element_paths(tmp_path):

@@ -284,16 +284,16 @@ def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.M
     assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
 
-    class OrgLoader(Loader):
-        name = "org"
-        extensions = (".org",)
+    class NoteLoader(Loader):
+        name = "note"
+        extensions = (".note",)
 
         def load(self, path: Path, source: str) -> LoadResult:
             return LoadResult([])
 
-    monkeypatch.setitem(registry._registered["loader"], "org", OrgLoader)
-    assert ".org" in supported_extensions()
-    assert isinstance(loader_for("notes.org"), OrgLoader)
+    monkeypatch.setitem(registry._registered["loader"], "note", NoteLoader)
+    assert ".note" in supported_extensions()
+    assert isinstance(loader_for("today.note"), NoteLoader)
 
 
 # --- sample corpus -----------------------------------------------------------------------
