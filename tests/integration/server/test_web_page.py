@@ -343,7 +343,8 @@ def test_sources_show_their_path_relative_to_the_ingested_folder_and_open_at_the
         wait.until(expected_conditions.presence_of_element_located((By.ID, "viewer-target")))
         viewer = browser.find_element(By.ID, "viewer")
         assert viewer.get_attribute("open") is not None
-        assert browser.find_element(By.ID, "viewer-title").text == "guide/index.md"
+        title, line = browser.find_element(By.ID, "viewer-title").text.rsplit(":", 1)  # path:line
+        assert title == "guide/index.md" and "Wombat" in files["guide/index.md"].splitlines()[int(line) - 1]
         assert browser.find_element(By.ID, "viewer-path").text == str(served.docs / "guide" / "index.md")
         target = browser.find_element(By.ID, "viewer-target")
         assert "Wombat burrows have a single entrance tunnel." in target.text
