@@ -42,7 +42,8 @@ def query_identifiers(text: str) -> list[str]:
 
 
 def with_identifiers(retrieved: Retrieved, plan: QueryPlan, context: SearchContext) -> Retrieved:
-    """``retrieved`` with the chunks BM25 finds for the query's identifiers alone put first."""
+    """``retrieved`` with the chunks BM25 finds for the query's identifiers alone added at its end
+    (``lift_identifiers`` then puts the hits that hold them first)."""
     wanted = plan.hint("identifiers")
     if not wanted:
         return retrieved
