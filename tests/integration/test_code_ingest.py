@@ -183,3 +183,11 @@ def test_the_cli_names_skipped_files_and_shows_path_and_line(tmp_path):
     assert found.returncode == 0, found.stderr
     line = 1 + APP.splitlines().index("    def getUserName(self, user_id):")
     assert f"app.py:{line}" in found.stdout
+
+
+def test_the_context_an_agent_reads_names_the_lines(ingested):
+    index, _, _, _ = ingested
+    context = index.context("display name of a user", k=2)
+    passage = next(p for p in context.passages if p.hit.source.endswith("app.py"))
+    start, end = passage.hit.start_line, passage.hit.end_line
+    assert f"lines {start}-{end}" in passage.header and passage.to_dict()["start_line"] == start
