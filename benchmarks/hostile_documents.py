@@ -1,6 +1,12 @@
 """Peak memory and time of reading hostile documents (issue 22, "Bad input"), each in a fresh process.
 
-    python benchmarks/hostile_documents.py
+    python benchmarks/hostile_documents.py            # each file read alone, in its own process
+    python benchmarks/hostile_documents.py --ingest   # all of them, plus flate-bomb PDFs, as one ingest
+
+``--ingest`` ingests the folder of every case plus two flate-bomb PDFs (a 764 KB-class file
+whose content stream inflates to 500 MB, and three pages of 200 MB each) into a fresh index,
+once with documents parsed in a worker process (the default, ``ingest.parse_in_worker``) and
+once in the ingest's own process, and prints the ingest's peak RSS and its workers'.
 
 Cases: an .xlsx with a million empty styled rows after a few real ones, an e-mail with a 50 MB
 attachment, a .docx zip bomb (1 GB of zeros compressed to ~1 MB), a damaged .pptx, a
@@ -11,11 +17,13 @@ process's peak RSS (VmHWM, which includes the ~55 MB of Python and the libraries
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 from formats import peak_rss_mb  # benchmarks/formats.py
@@ -68,6 +76,66 @@ def make_cases(folder: Path) -> dict[str, Path]:
     return cases
 
 
+def flate_bomb_pdf(path: Path, pages_mb: list[int]) -> Path:
+    """A PDF whose pages' content streams are spaces, deflated: each inflates to its size in MB."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+                   b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(len(pages_mb))), len(pages_mb))]
+    block = b" " * 2**20
+    for number, megabytes in enumerate(pages_mb):
+        packer = zlib.compressobj(9)
+        stream = b"".join(packer.compress(block) for _ in range(megabytes)) + packer.flush()
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>" % (4 + 2 * number))
+        objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def run_ingest(folder: Path, in_worker: bool, memory_mb: int) -> dict:
+    from ragloom import Config, Index
+
+    with tempfile.TemporaryDirectory(prefix="ragloom-hostile-index-") as index_folder:
+        config = Config.from_dict({"ingest": {"parse_in_worker": in_worker, "parse_memory_mb": memory_mb}})
+        started = time.perf_counter()
+        with Index.open(Path(index_folder), config) as index:
+            report = index.ingest([folder])
+        seconds = time.perf_counter() - started
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "workers_peak_rss_mb": workers,
+            "added": len(report.added), "failed": [f"{Path(f.path).name}: {f.error}" for f in report.failed]}
+
+
+def ingest_table() -> None:
+    with tempfile.TemporaryDirectory(prefix="ragloom-hostile-") as folder:
+        cases = make_cases(Path(folder))
+        flate_bomb_pdf(Path(folder) / "flate-bomb-500mb.pdf", [500])
+        flate_bomb_pdf(Path(folder) / "flate-bomb-3x200mb.pdf", [200, 200, 200])
+        sizes = ", ".join(f"{p.name} {p.stat().st_size / 2**10:,.0f} KB" for p in sorted(Path(folder).glob("flate-*")))
+        print(f"{len(cases) + 2} hostile files ({sizes})\n")
+        print("| parsing | seconds | ingest peak RSS MB | worker peak RSS MB | files added | reported |")
+        print("|---|---|---|---|---|---|")
+        for in_worker, memory_mb in ((True, 1024), (True, 512), (False, 1024)):
+            label = f"worker, parse_memory_mb {memory_mb}" if in_worker else "in-process"
+            out = subprocess.run([sys.executable, __file__, "--ingest-one", folder, str(in_worker), str(memory_mb)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"| {label} | died ({out.returncode}) | | | | "
+                      f"{out.stderr.strip().splitlines()[-1][:120] if out.stderr.strip() else ''} |")
+                continue
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            said = "<br>".join(f.replace(folder + "/", "")[:110] for f in row["failed"])
+            print(f"| {label} | {row['seconds']:.1f} | {row['peak_rss_mb']:.0f} | "
+                  f"{row['workers_peak_rss_mb']:.0f} | {row['added']} | {said} |")
+
+
 def run_one(path: Path) -> dict:
     from ragloom.errors import LoaderError
     from ragloom.ingest.loaders import load_file
@@ -85,6 +153,12 @@ def run_one(path: Path) -> dict:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(run_one(Path(sys.argv[2]))))
+        return
+    if len(sys.argv) == 5 and sys.argv[1] == "--ingest-one":
+        print(json.dumps(run_ingest(Path(sys.argv[2]), sys.argv[3] == "True", int(sys.argv[4]))))
+        return
+    if sys.argv[1:] == ["--ingest"]:
+        ingest_table()
         return
     with tempfile.TemporaryDirectory(prefix="ragloom-hostile-") as folder:
         cases = make_cases(Path(folder))

@@ -75,13 +75,27 @@ class EmbedderConfig(Section):
 
 #: Files that are Markdown, or that their loader turns into Markdown (headings, lists, tables).
 MARKDOWN_EXTENSIONS = (
-    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
-    ".eml", ".mbox",
+    ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
+    ".eml", ".mbox", ".html", ".htm", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
+    ".tex", ".adoc", ".asciidoc", ".org",
 )
 
 
+#: Source files by extension, and the language each is (``language`` in chunk metadata); their loader
+#: (``code``) keeps the file's lines, and the ``code`` chunker cuts them by definition (tree-sitter).
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".swift": "swift", ".scala": "scala", ".sc": "scala",
+    ".sh": "bash", ".bash": "bash", ".zsh": "bash", ".sql": "sql", ".lua": "lua", ".r": "r",
+}
+
+
 class ChunkingConfig(Section):
-    strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition")
+    strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition | code")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
     chunk_overlap: int = Field(0, ge=0, description="tokens shared by neighbouring chunks (recursive); 0 measured best on SciFact train (BENCHMARKS.md)")
     sentence_splitter: Literal["punkt", "regex"] = Field("punkt", description="how sentences are found")
@@ -89,7 +103,7 @@ class ChunkingConfig(Section):
         90.0, gt=0.0, lt=100.0, description="semantic: split where the distance between consecutive sentences "
         "is above this percentile of the document's distances")
     by_extension: dict[str, str] = Field(
-        default_factory=lambda: dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"),
+        default_factory=lambda: {**dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"), **dict.fromkeys(CODE_LANGUAGES, "code")},
         description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
     )
 
@@ -124,11 +138,33 @@ class IngestConfig(Section):
         default_factory=lambda: [".git/**", "**/.git/**", ".ragloom/**", "**/.ragloom/**", "**/__pycache__/**"],
         description="files of a folder never read",
     )
+    ignore_files: list[str] = Field(
+        default_factory=lambda: [".gitignore", ".ragloomignore"],
+        description="files in a folder whose gitignore-style patterns name what the ingest leaves out there and below",
+    )
+    vendored: list[str] = Field(
+        default_factory=lambda: ["node_modules", "vendor", "third_party", "bower_components", "site-packages",
+                                 ".venv", "venv"],
+        description="folders of other people's code, skipped (and named in the report) wherever they are found "
+        "below an ingested folder; [] to read them",
+    )
     max_file_mb: float = Field(
         100.0, gt=0, description="files larger than this many megabytes are skipped, with a message"
     )
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
+    )
+    parse_in_worker: bool = Field(
+        True, description="parse documents (PDF, Office, e-books, web pages, images) in a worker process under "
+        "the limits below, so a file that blows up stops alone (Linux; elsewhere they are parsed in-process)",
+    )
+    parse_memory_mb: int = Field(
+        1024, ge=64, description="memory a worker may take to parse one file; a file needing more is reported "
+        "and skipped",
+    )
+    parse_timeout_s: float = Field(
+        300.0, gt=0, description="seconds a worker may take to parse one file; a file taking longer is reported "
+        "and skipped",
     )
     ocr: Literal["auto", "always", "never"] = Field(
         "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
@@ -262,6 +298,10 @@ class UnderstandConfig(Section):
         0.5, ge=0.0, le=1.0,
         description="dense weight of hybrid search for identifier-like queries (snake_case, CamelCase, "
         "error codes); None = leave it",
+    )
+    identifiers: bool = Field(
+        True, description="tokens of a query written like identifiers (a UUID, hash, version, error code, file "
+        "name, snake_case, camelCase or dotted.name) are looked up exactly: the chunks holding them rank first",
     )
     identifier_patterns: list[str] = Field(
         default_factory=lambda: [

@@ -42,7 +42,8 @@ class Passage:
 
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "chunk_id": self.hit.chunk_id, "source": self.hit.source,
-                "section": self.hit.section, "page": self.hit.page, "score": self.hit.score,
+                "section": self.hit.section, "page": self.hit.page, "start_line": self.hit.start_line,
+                "end_line": self.hit.end_line, "score": self.hit.score,
                 "header": self.header, "text": self.text, "tokens": self.tokens, "truncated": self.truncated}
 
 
@@ -73,7 +74,7 @@ class Context:
 
 
 def header_for(number: int, hit: Hit) -> str:
-    """``[n] file — title — section, p. 3 (score 0.812)``."""
+    """``[n] file — title — section, p. 3 (score 0.812)``, or ``…, lines 12-30`` for a text or code file."""
     parts = [Path(hit.source).name or hit.source]
     title = str(hit.metadata.get("title") or "")
     if title and title not in parts[0]:
@@ -84,6 +85,9 @@ def header_for(number: int, hit: Hit) -> str:
     where = [section] if section else []
     if hit.page is not None:
         where.append(f"p. {hit.page}")
+    if hit.start_line is not None:  # an agent can open the file there
+        where.append(f"lines {hit.start_line}-{hit.end_line}" if hit.end_line != hit.start_line
+                     else f"line {hit.start_line}")
     if where:
         parts.append(", ".join(where))
     return f"[{number}] {' — '.join(parts)} (score {hit.score:.3f})"

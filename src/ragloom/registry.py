@@ -24,6 +24,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "semantic": "ragloom.ingest.chunkers.semantic:SemanticChunker",
         "agentic": "ragloom.ingest.chunkers.agentic:AgenticChunker",
         "proposition": "ragloom.ingest.chunkers.proposition:PropositionChunker",
+        "code": "ragloom.ingest.chunkers.code:CodeChunker",
     },
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
@@ -88,12 +89,18 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "pptx": "ragloom.ingest.loaders.pptx:PptxLoader",
         "xlsx": "ragloom.ingest.loaders.spreadsheet:XlsxLoader",
         "ods": "ragloom.ingest.loaders.spreadsheet:OdsLoader",
+        "xls": "ragloom.ingest.loaders.spreadsheet:XlsLoader",
         "csv": "ragloom.ingest.loaders.spreadsheet:CsvLoader",
         "epub": "ragloom.ingest.loaders.epub:EpubLoader",
         "eml": "ragloom.ingest.loaders.email:EmlLoader",
         "mbox": "ragloom.ingest.loaders.email:MboxLoader",
         "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
         "image": "ragloom.ingest.loaders.image:ImageLoader",
+        "code": "ragloom.ingest.loaders.code:CodeLoader",
+        "data": "ragloom.ingest.loaders.data:DataLoader",
+        "xml": "ragloom.ingest.loaders.xml:XmlLoader",
+        "markup": "ragloom.ingest.loaders.markup:MarkupLoader",
+        "archive": "ragloom.ingest.loaders.archive:ArchiveLoader",
     },
     "preset": {  # named pipelines (lists of steps), not classes
         "dense": "ragloom.retrieve.presets:DENSE",
@@ -108,6 +115,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "corrective": "ragloom.retrieve.presets:CORRECTIVE",
         "hyde": "ragloom.retrieve.presets:HYDE",
         "multi-query": "ragloom.retrieve.presets:MULTI_QUERY",
+        "code": "ragloom.retrieve.presets:CODE",
     },
 }
 

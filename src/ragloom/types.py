@@ -38,6 +38,9 @@ class Document:
     page_label: str = "page"
     #: Metadata of each page (e.g. ``ocr_confidence``), copied to the chunks that start on it.
     page_metadata: tuple[dict[str, Any], ...] = ()
+    #: True when ``text`` keeps the file's line breaks where the file has them (text, Markdown,
+    #: source code): chunks then carry ``start_line`` and ``end_line`` (1-based, inclusive).
+    has_lines: bool = False
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or None when the document has no pages."""
@@ -58,7 +61,8 @@ class Chunk:
 
     ``metadata`` always holds: source, doc_id, title, section (the header path joined
     by " > "), section_path (a list), chunk_index, start, end, token_count, and page
-    for PDFs; plus whatever the loader attached to the document.
+    for PDFs; start_line and end_line (1-based, inclusive) for text, Markdown and code
+    files; language, symbol and kind for code; plus whatever the loader attached.
     """
 
     id: str
@@ -136,6 +140,18 @@ class Hit:
     def chunk_index(self) -> int:
         return int(self.metadata.get("chunk_index", 0))
 
+    @property
+    def start_line(self) -> int | None:
+        """The first line of the passage in its file (1-based; text, Markdown and code files), or None."""
+        line = self.metadata.get("start_line")
+        return int(line) if line is not None else None
+
+    @property
+    def end_line(self) -> int | None:
+        """The last line of the passage in its file (inclusive), or None."""
+        line = self.metadata.get("end_line")
+        return int(line) if line is not None else None
+
     # The specification calls a retrieved passage a Document(content, metadata, score).
     @property
     def content(self) -> str:
@@ -150,6 +166,8 @@ class Hit:
             "weak": self.weak,
             "chunk_id": self.chunk_id,
             "source": self.source,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
             "text": self.text,
             "metadata": self.metadata,
             "scores": self.scores,
@@ -191,6 +209,8 @@ class IngestReport:
     removed: list[str] = field(default_factory=list)
     failed: list[FileFailure] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    #: Why each skipped path was not read (an unsupported type, vendored, minified, generated, binary).
+    skip_reasons: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     chunks_written: int = 0
     chunks_embedded: int = 0
@@ -204,6 +224,15 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    def skip(self, path: str, reason: str) -> None:
+        """Record that ``path`` was not read, and why."""
+        self.skipped.append(path)
+        self.skip_reasons[path] = reason
+
+    def skipped_files(self) -> list[dict[str, str]]:
+        """Each skipped path with its reason (``--json``)."""
+        return [{"path": path, "reason": self.skip_reasons.get(path, "skipped")} for path in self.skipped]
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -50,8 +50,9 @@ def test_ingest_then_search_in_another_process(workdir):
     blocks = run("search", "how do ROS 2 nodes communicate?", cwd=workdir).stdout
     heads = [line for line in blocks.splitlines() if line[:2].strip().isdigit()]
     # rank, relevance (cos 0.90) or score, weak, then the path: relative to docs/
-    shown = re.match(r"\s*\d+\s+(?:(?:cos|p) )?[\d.]+\s+(?:weak\s+)?(\S+)", heads[0])
+    shown = re.match(r"\s*\d+\s+(?:(?:cos|p) )?[\d.]+\s+(?:weak\s+)?(\S+?):(\d+)\s", heads[0])  # path:line
     assert len(heads) == 5 and shown and shown.group(1) == Path(hits[0]["source"]).name
+    assert int(shown.group(2)) == hits[0]["start_line"]
     assert hits[0]["display_path"] == Path(hits[0]["source"]).name
     table = run("search", "how do ROS 2 nodes communicate?", "--table", cwd=workdir).stdout
     assert "score" in table and "source" in table

@@ -9,7 +9,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from ragloom import registry
-from ragloom.config import ChunkingConfig
+from ragloom.config import CODE_LANGUAGES, ChunkingConfig
 from ragloom.errors import CorruptDocumentError, LoaderError, SourceNotFoundError, UnsupportedFormatError
 from ragloom.ingest.chunkers.base import create_chunker
 from ragloom.ingest.loaders import is_supported, load_file, loader_for, supported_extensions
@@ -273,24 +273,27 @@ def test_missing_file_is_source_not_found(tmp_path: Path) -> None:
 
 
 def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert supported_extensions() == [
+    assert supported_extensions() == sorted([
         ".csv", ".docx", ".eml", ".epub", ".htm", ".html", ".ipynb", ".jpeg", ".jpg", ".jsonl", ".markdown",
         ".mbox", ".md", ".ods", ".odt", ".pdf", ".png", ".pptx", ".rst", ".rtf", ".text", ".tif", ".tiff",
-        ".tsv", ".txt", ".xlsm", ".xlsx",
-    ]
+        ".tsv", ".txt", ".xlsm", ".xlsx", *CODE_LANGUAGES,
+        ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".lock",
+        ".tex", ".adoc", ".asciidoc", ".org", ".srt", ".vtt", ".log", ".xml", ".rss", ".atom",
+        ".zip", ".tar", ".tgz", ".gz", ".xls",
+    ])
     assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"
 
-    class OrgLoader(Loader):
-        name = "org"
-        extensions = (".org",)
+    class NoteLoader(Loader):
+        name = "note"
+        extensions = (".note",)
 
         def load(self, path: Path, source: str) -> LoadResult:
             return LoadResult([])
 
-    monkeypatch.setitem(registry._registered["loader"], "org", OrgLoader)
-    assert ".org" in supported_extensions()
-    assert isinstance(loader_for("notes.org"), OrgLoader)
+    monkeypatch.setitem(registry._registered["loader"], "note", NoteLoader)
+    assert ".note" in supported_extensions()
+    assert isinstance(loader_for("today.note"), NoteLoader)
 
 
 # --- sample corpus -----------------------------------------------------------------------

@@ -156,3 +156,26 @@ def test_damaged_image_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\n garbage")
     with pytest.raises(CorruptDocumentError, match="could not be read as an image"):
         load(tmp_path / "broken.png")
+
+
+@needs_tesseract
+def test_a_scan_ingested_before_tesseract_was_installed_is_read_at_the_next_ingest(tmp_path: Path, monkeypatch,
+                                                                                   embedder) -> None:
+    from ragloom import Index
+    from ragloom.config import Config
+
+    (tmp_path / "docs").mkdir()
+    digital = write_pdf(tmp_path / "page.pdf", ["Calibrate the lidar sensor every morning before the survey."])
+    write_scanned_pdf(digital, tmp_path / "docs" / "scan.pdf", dpi=150)
+    with Index.open(tmp_path / "idx", Config.from_dict({}), embedder=embedder) as index:
+        with monkeypatch.context() as patched:
+            patched.setattr(ocr.shutil, "which", lambda name: None)
+            first = index.ingest([tmp_path / "docs"])
+            again = index.ingest([tmp_path / "docs"])  # still no Tesseract: left as it is
+        installed = index.ingest([tmp_path / "docs"])
+        hits = index.search("lidar sensor", k=1)
+    assert first.chunks_written == 0 and len(first.added) == 1
+    assert len(again.unchanged) == 1 and not any("read again" in w for w in again.warnings)
+    assert len(installed.updated) == 1 and installed.chunks_written >= 1
+    assert any("read again" in w and "Tesseract" in w for w in installed.warnings)
+    assert hits and "lidar" in hits[0].text

@@ -78,7 +78,7 @@ def ingest_command(
                 report = index.ingest(paths, glob=glob, progress=_RichProgress(progress))
     if as_json:
         console.print_json(json.dumps({**report.summary(), "failures": [f.__dict__ for f in report.failed],
-                                       "warnings": report.warnings}))
+                                       "skipped_files": report.skipped_files(), "warnings": report.warnings}))
     else:
         print_report(report)
     if report.failed:
@@ -101,8 +101,30 @@ def print_report(report: IngestReport) -> None:
         table.add_row("pages read by OCR", str(report.ocr_pages))
     table.add_row("time", f"{report.seconds:.2f} s")
     console.print(table)
-    if report.skipped:
-        console.print(f"skipped {len(report.skipped)} files of unsupported types", style="dim")
+    for line in skipped_lines(report):
+        console.print(line, style="dim", markup=False, highlight=False)
+
+
+#: Paths named per group of skipped files; the rest are counted.
+SKIPPED_SHOWN = 5
+
+
+def skipped_lines(report: IngestReport) -> list[str]:
+    """The skipped files grouped by reason (unsupported types by extension), a few named in each group."""
+    groups: dict[str, list[str]] = {}
+    for entry in report.skipped_files():
+        groups.setdefault(_skip_group(entry["reason"]), []).append(display_path(entry["path"]))
+    lines = []
+    for reason, paths in sorted(groups.items(), key=lambda item: -len(item[1])):
+        more = f", and {len(paths) - SKIPPED_SHOWN} more" if len(paths) > SKIPPED_SHOWN else ""
+        noun = "file" if len(paths) == 1 else "files"
+        lines.append(f"skipped {len(paths)} {noun}, {reason}: {', '.join(paths[:SKIPPED_SHOWN])}{more}")
+    return lines
+
+
+def _skip_group(reason: str) -> str:
+    """What skipped files are grouped under: the reason without its per-file detail."""
+    return reason.removeprefix("skipped: ").split(" (", 1)[0] if not reason.startswith("unsupported") else reason
 
 
 def remove_command(

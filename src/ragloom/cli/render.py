@@ -41,6 +41,8 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
     head.append(f"{relevance or f'{hit.score:.3f}'}  ", style="dim")
     if hit.weak:
         head.append("weak  ", style="yellow")
+    if hit.start_line is not None:  # path:line, as editors and terminals open it
+        shown_path = f"{shown_path}:{hit.start_line}"
     room = width - len(head)
     if len(shown_path) > room:  # the file's name matters most: cut the path's start
         shown_path = "…" + shown_path[-(room - 1):]

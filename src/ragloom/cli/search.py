@@ -100,7 +100,7 @@ def hits_table(hits: list[Hit], full: bool = False, width: int | None = None, sh
     for hit in hits:
         where = [inline_plain(hit.section)] if hit.section else []
         where.append(" · ".join([*([f"p. {hit.page}"] if hit.page is not None else []), f"chunk {hit.chunk_index}"]))
-        source = Text(shown(hit.source))
+        source = Text(shown(hit.source) + (f":{hit.start_line}" if hit.start_line is not None else ""))
         source.append("\n" + "\n".join(where), style="dim")
         body = hit.text if raw else plain_text(hit.text)
         table.add_row(str(hit.rank), score_cell(hit), source, Text(body if full else snippet(body)))

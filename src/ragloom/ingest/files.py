@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import PathPolicy
+from .ignore import IgnoreRules, relative_posix
 
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -123,8 +124,13 @@ def walk(
     on_skip: OnError | None = None,
     policy: PathPolicy | None = None,
     on_refused: OnError | None = None,
+    rules: IgnoreRules | None = None,
+    on_vendored: OnError | None = None,
 ) -> Iterator[Path]:
     """Files under ``folder`` matching any pattern and no exclusion, in sorted order.
+
+    With ``rules``, what the folder's ignore files name is left out, and vendored folders are
+    skipped (each reported to ``on_vendored``).
 
     ``external_links="skip"`` leaves out symlinks whose target lies outside ``folder``
     (reported to ``on_skip``); with ``"index"`` they are read under the link's own path.
@@ -142,10 +148,14 @@ def walk(
         on_error(source_id(where), f"cannot read the folder: {exc.strerror or exc}")
 
     for root, dirs, files in os.walk(folder, onerror=folder_error):
+        here = relative_posix(root, str(folder))
+        if rules is not None:
+            dirs[:] = _kept_folders(rules, here, root, dirs, on_vendored)
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
-            if not is_selected(path.relative_to(folder).as_posix(), patterns, exclude):
+            relative = path.relative_to(folder).as_posix()
+            if not is_selected(relative, patterns, exclude) or (rules is not None and rules.ignored(here, relative)):
                 continue
             problem = name_problem(path)
             if problem is not None:
@@ -163,6 +173,21 @@ def walk(
                         on_skip(source_id(path), f"a symlink to {target}, outside {folder} (ingest.external_links: skip)")
                     continue
             yield path
+
+
+def _kept_folders(rules: IgnoreRules, here: str, root: str, names: list[str], on_vendored: OnError | None,
+                  ) -> list[str]:
+    """The sub-folders of ``root`` walked into: not vendored, not ignored (their rules read)."""
+    rules.enter(here)
+    kept = []
+    for name in names:
+        relative = f"{here}/{name}" if here else name
+        if rules.vendored_folder(name):
+            if on_vendored is not None:
+                on_vendored(source_id(Path(root) / name), f"vendored code ({name}/, ingest.vendored)")
+        elif not rules.ignored(here, relative, is_dir=True):
+            kept.append(name)
+    return kept
 
 
 #: Reads of a file that keeps changing while it is read, before it is reported instead.

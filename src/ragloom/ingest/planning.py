@@ -10,6 +10,7 @@ from ..config import IngestConfig
 from ..errors import SourceNotFoundError, UnsupportedFormatError
 from ..types import FileFailure, IngestReport
 from .files import display_name, name_problem, walk
+from .ignore import IgnoreRules
 from .loaders import is_supported, supported_extensions
 
 if TYPE_CHECKING:
@@ -41,13 +42,14 @@ def plan_files(
             continue
         if path.is_dir():
             folders.append(str(path.resolve()))
+            rules = IgnoreRules(path, tuple(settings.ignore_files), frozenset(settings.vendored))
             found = walk(path, glob or settings.glob, settings.exclude, failed, settings.external_links, skipped,
-                         policy)
+                         policy, rules=rules, on_vendored=report.skip)
             for file in found:
                 if is_supported(file):
                     files.append(file)
                 else:
-                    report.skipped.append(str(file))
+                    report.skip(str(file), f"unsupported type ({file.suffix.lower() or 'no extension'})")
         elif is_supported(path):
             files.append(path)
         else:

@@ -23,7 +23,11 @@ from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
 from .files import FileRejected, ingest_roots, is_under, read_regular_file, source_id, sources_named
-from .loaders import LoaderOptions, load_file, loader_for
+from .incomplete import available as incomplete_available
+from .incomplete import lacked, policy_with, read_again_note
+from .loaders import LoaderOptions, LoadResult, load_file, loader_for
+from .loaders.base import Loader
+from .sandbox import ParserSandbox, sandbox_supported
 from .pipeline import WriteBehind, read_ahead
 from .planning import plan_files
 
@@ -60,6 +64,7 @@ class IngestRunner:
         self.store = parts.store
         #: One chunker per strategy, built when a file first needs it.
         self.chunkers = Chunkers(parts)
+        self._sandbox: ParserSandbox | None = None
 
     @property
     def loader_options(self) -> LoaderOptions:
@@ -75,7 +80,7 @@ class IngestRunner:
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
-        with self.store.write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
+        with self.store.write_lock(self.parts.path), self._audited_ingest(paths, glob, report), self._parsing():
             self._record_embedder()
             if plan:
                 self.store.add_ingest_roots(ingest_roots(paths))
@@ -114,6 +119,24 @@ class IngestRunner:
             if pending:
                 writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
         return seen
+
+    @contextmanager
+    def _parsing(self) -> Iterator[None]:
+        """A worker process to parse documents in (``ingest/sandbox.py``) for this ingest, if configured."""
+        settings = self.parts.config.ingest
+        if settings.parse_in_worker and sandbox_supported():
+            self._sandbox = ParserSandbox(settings.parse_memory_mb, settings.parse_timeout_s)
+        try:
+            yield
+        finally:
+            sandbox, self._sandbox = self._sandbox, None
+            if sandbox is not None:
+                sandbox.close()
+
+    def _load(self, file: Path, source: str, data: bytes, loader: Loader) -> LoadResult:
+        if self._sandbox is not None and loader.sandboxed:
+            return self._sandbox.load(file, source, data, self.loader_options)
+        return load_file(file, source, data, self.loader_options)
 
     def _remove_gone(self, folders: list[str], seen: set[str], report: IngestReport) -> None:
         # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
@@ -160,12 +183,16 @@ class IngestRunner:
         loader = loader_for(file, self.loader_options)
         chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + (
             f"+{loader.policy()}" if loader.policy() else "")
-        if existing and existing.content_hash == digest and existing.policy == chunk_policy:
+        missing = lacked(existing.policy, chunk_policy) if existing else None
+        if existing and existing.content_hash == digest and (
+                existing.policy == chunk_policy or (missing is not None and not incomplete_available(missing))):
             report.unchanged.append(source)
             return None
+        if existing and existing.content_hash == digest and missing is not None:
+            report.warnings.append(read_again_note(source, missing))
         try:
             # The bytes hashed, not the file as it is now.
-            result = load_file(file, source, content.data, self.loader_options)
+            result = self._load(file, source, content.data, loader)
             chunks = [chunk for document in result.documents
                       for chunk in enrich_chunks(chunker.chunk(document), document, settings.enrich)]
         except LoaderError as exc:
@@ -177,13 +204,17 @@ class IngestRunner:
             report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
             return None
         report.warnings.extend(result.warnings)
+        if result.skip_reason is not None:  # minified or generated: nothing of it is stored
+            report.skip(source, result.skip_reason)
+            return None
         report.ocr_pages += result.stats.get("ocr_pages", 0)
         if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
             chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]
         chunks = _unique_ids(chunks, source, report)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
-            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(), policy=chunk_policy,
+            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(),
+            policy=policy_with(chunk_policy, result.incomplete),
         )
         return _Pending(file, record, chunks, is_update=existing is not None)
 

@@ -27,6 +27,7 @@ from ..filters import Condition, matches
 from ..tracing import set_attributes, span
 from ..types import Hit
 from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
+from .identifiers import IDENTIFIER_FETCH, lift_identifiers, with_identifiers
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -107,7 +108,13 @@ class Pipeline:
                 if fallback is None or isinstance(exc, ModelMismatchError):
                     raise
                 return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
-            hits = apply_phrases(materialise(retrieved, depth, context, plan.conditions), plan)
+            if plan.hint("identifiers"):
+                retrieved = with_identifiers(retrieved, plan, context)
+                hits = lift_identifiers(materialise(retrieved, depth + IDENTIFIER_FETCH, context, plan.conditions),
+                                        plan, depth)
+            else:
+                hits = materialise(retrieved, depth, context, plan.conditions)
+            hits = apply_phrases(hits, plan)
             set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
         trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
         for stage in self.stages:

@@ -24,6 +24,7 @@ from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
 from ..errors import QueryTooLongError
 from ..filters import Condition, names_source, parse_where, resolve_sources
 from .base import QueryPlan
+from .identifiers import query_identifiers
 
 _OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
 #: A quoted phrase, with ``+`` before it when the user asks it to appear in every hit. Single
@@ -67,6 +68,9 @@ def understand(
         text = " ".join(result.hints.pop("operator_values", [])) or " ".join(query.replace('"', " ").split()) or query
     result.hints.pop("operator_values", None)
     result.text = text
+    if settings.identifiers and (exact := query_identifiers(text)):
+        result.hints["identifiers"] = exact
+        result.notes.append(f"identifiers {', '.join(exact)} -> the chunks holding them rank first")
     if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
         result.hints["alpha"] = settings.identifier_alpha
         result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")

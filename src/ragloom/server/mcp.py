@@ -258,7 +258,8 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
             raise ResourceNotFoundError(str(exc)) from exc
         parts = [f"source: {record.path}\nchunks: {record.chunk_count}\n"]
         for chunk in chunks:
-            where = [w for w in (chunk.section, f"page {chunk.page}" if chunk.page else "") if w]
+            lines = f"lines {chunk.start_line}-{chunk.end_line}" if chunk.start_line is not None else ""
+            where = [w for w in (chunk.section, f"page {chunk.page}" if chunk.page else "", lines) if w]
             parts.append(f"--- chunk {chunk.chunk_index}{' (' + ', '.join(where) + ')' if where else ''}\n{chunk.text}")
         return "\n".join(parts)
 

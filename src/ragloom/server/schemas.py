@@ -86,6 +86,8 @@ HitModel = model_from_dataclass(Hit, extra={
                   "score is the fused rank score, for ordering")),
     "relevance_kind": (str | None, Field(None, description="rerank_probability or dense (cosine)")),
     "doc_id": (str, ""), "section": (str, ""), "page": (int | None, None), "chunk_index": (int, 0),
+    "start_line": (int | None, Field(None, description="first line of the passage in its file (text, Markdown, code)")),
+    "end_line": (int | None, Field(None, description="last line of the passage in its file (inclusive)")),
     "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the query's terms")),
@@ -115,6 +117,7 @@ PassageModel = model_from_dataclass(Passage, exclude=("hit",), extra={
     "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "section": (str, ""),
     "page": (int | None, None), "score": (float, 0.0),
+    "start_line": (int | None, None), "end_line": (int | None, None),
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
                    description="character spans of the text that match the question's terms")),
 })
@@ -145,7 +148,7 @@ def hit_model(hit: Hit, highlights: list[tuple[int, int]] | None = None, shown: 
         **{f.name: getattr(hit, f.name) for f in dataclasses.fields(hit)},
         "relevance": hit.relevance, "relevance_kind": hit.relevance_kind,
         "doc_id": hit.doc_id, "section": hit.section, "page": hit.page, "chunk_index": hit.chunk_index,
-        "source_id": source_id(hit.source), "display_path": shown(hit.source), "highlights": highlights or [],
+        "start_line": hit.start_line, "end_line": hit.end_line, "source_id": source_id(hit.source), "display_path": shown(hit.source), "highlights": highlights or [],
     })
 
 
@@ -167,7 +170,7 @@ def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = N
     return PassageModel.model_validate({
         **fields, "chunk_id": hit.chunk_id, "source": hit.source, "source_id": source_id(hit.source),
         "display_path": shown(hit.source), "section": hit.section, "page": hit.page, "score": hit.score,
-        "highlights": highlights or [],
+        "start_line": hit.start_line, "end_line": hit.end_line, "highlights": highlights or [],
     })
 
 

@@ -22,6 +22,7 @@ from ..config import Config
 from ..errors import RagloomError, SourceNotFoundError
 from ..index import Index
 from ..ingest.files import is_selected, source_id
+from ..ingest.ignore import left_out
 from ..ingest.loaders import is_supported
 from ..optional import require
 from ..paths import PathPolicy
@@ -95,7 +96,8 @@ class FolderWatcher:
 
     def _selected(self, file: Path, root: Path) -> bool:
         settings = self.config.ingest
-        return is_supported(file) and is_selected(file.relative_to(root).as_posix(), settings.glob, settings.exclude)
+        return (is_supported(file) and is_selected(file.relative_to(root).as_posix(), settings.glob, settings.exclude)
+                and not left_out(root, file, settings.ignore_files, settings.vendored))
 
     def run(self, *, initial: bool = True) -> None:
         """Catch up with the folders (one incremental ingest), then follow changes until ``stop``."""

@@ -29,6 +29,7 @@ def test_search_returns_ranked_hits_with_sources_and_highlights(served):
     assert [h["rank"] for h in hits] == [1, 2, 3]
     assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
     assert "ros2" in hits[0]["source"] and hits[0]["section"] and hits[0]["source_id"]
+    assert 1 <= hits[0]["start_line"] <= hits[0]["end_line"]  # a Markdown file: its lines
     # The same search in-process ranks the same chunks (the index is shared, not copied).
     with Index.open(served.state.service.path, create=False) as index:
         expected = [hit.chunk_id for hit in index.search(QUESTION, 3)]

@@ -358,7 +358,8 @@ def test_sources_show_their_path_relative_to_the_ingested_folder_and_open_at_the
         wait.until(expected_conditions.presence_of_element_located((By.ID, "viewer-target")))
         viewer = browser.find_element(By.ID, "viewer")
         assert viewer.get_attribute("open") is not None
-        assert browser.find_element(By.ID, "viewer-title").text == "guide/index.md"
+        title, line = browser.find_element(By.ID, "viewer-title").text.rsplit(":", 1)  # path:line
+        assert title == "guide/index.md" and "Wombat" in files["guide/index.md"].splitlines()[int(line) - 1]
         # The server's own path is for admin keys only (this page sends none): the section instead.
         assert browser.find_element(By.ID, "viewer-path").text == "Guide > Wombats"
         assert str(served.docs) not in browser.find_element(By.ID, "viewer").text

@@ -8,6 +8,8 @@ strategy.
 
 from __future__ import annotations
 
+import bisect
+import re
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import Any
@@ -83,6 +85,7 @@ class Chunker(ABC):
     def chunk(self, document: Document) -> list[Chunk]:
         chunks: list[Chunk] = []
         policy = self.policy
+        line_at = LineIndex(document.text) if document.has_lines else None
         for span, text, tokens in self.fitted_spans(document):
             if not text.strip():
                 continue
@@ -101,6 +104,8 @@ class Chunker(ABC):
                 end=span.end,
                 token_count=tokens,
             )
+            if line_at is not None:
+                metadata["start_line"], metadata["end_line"] = line_at.lines(span.start, span.end)
             page = document.page_at(span.start)
             if page is not None:
                 label = document.page_label
@@ -124,6 +129,24 @@ class Chunker(ABC):
                 )
             )
         return chunks
+
+
+class LineIndex:
+    """1-based line numbers of character offsets of ``text`` (a binary search over line starts)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def __call__(self, offset: int) -> int:
+        return bisect.bisect_right(self._starts, offset)
+
+    def lines(self, start: int, end: int) -> tuple[int, int]:
+        """First and last line of ``text[start:end]`` that hold more than white space."""
+        body = self.text[start:end]
+        first = start + (len(body) - len(body.lstrip()))
+        last = start + len(body.rstrip()) - 1
+        return (self(first), self(last)) if last >= first else (self(start), self(start))
 
 
 def create_chunker(

@@ -93,14 +93,17 @@ class MarkdownWriter:
                 return 0
         head = [cell_text(c) or f"column {i + 1}" for i, c in enumerate(header)]
         width = len(head)
-        head_lines = ["| " + " | ".join(head) + " |", "|" + "---|" * width]
+        head_lines = _head_lines(head)
         block: list[str] = []
         size = 0
         count = 0
         for row in iterator:
-            cells = [cell_text(c) for c in row][:width]
+            cells = [cell_text(c) for c in row]
             if not any(cells):
                 continue
+            if len(cells) > width:  # a row wider than the header widens the table: no cell is dropped
+                head += [f"column {i + 1}" for i in range(width, len(cells))]
+                width, head_lines = len(cells), _head_lines(head)
             cells += [""] * (width - len(cells))
             line = "| " + " | ".join(cells) + " |"
             if block and size + len(line) > TABLE_BLOCK_CHARS:
@@ -131,3 +134,8 @@ class MarkdownWriter:
             page_starts=starts,
             page_label=page_label,
         )
+
+
+def _head_lines(head: Sequence[str]) -> list[str]:
+    """A Markdown table's header row and delimiter row."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

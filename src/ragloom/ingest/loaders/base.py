@@ -24,6 +24,12 @@ class LoadResult:
     warnings: list[str] = field(default_factory=list)
     #: Counts an ingest adds up and reports (``ocr_pages``, ``tables``).
     stats: dict[str, int] = field(default_factory=dict)
+    #: Set when the file is not worth indexing (minified, generated): the ingest reports it as
+    #: skipped, with this reason, and stores nothing for it.
+    skip_reason: str | None = None
+    #: What the read lacked (``tesseract``, ``module:<name>``): the text is incomplete until it is
+    #: installed, and the file is read again at the first ingest after it is (``ingest/incomplete.py``).
+    incomplete: str | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,9 @@ class Loader(ABC):
     extensions: tuple[str, ...] = ()
     #: Raised when the text a loader makes of the same file changes, so files are read again.
     version: int = 1
+    #: Parsed in a worker process under ``ingest.parse_memory_mb`` and ``parse_timeout_s``
+    #: (``ingest/sandbox.py``): every format a library parses. Plain text is decoded in-process.
+    sandboxed: bool = True
 
     def __init__(self, options: LoaderOptions | None = None) -> None:
         self.options = options or LoaderOptions()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ._archive import ArchiveDocumentLoader
 from ._markdown import MarkdownWriter
+from ._omml import M, W, omml_text
 
 _HEADING_STYLE = re.compile(r"heading\s*(\d)", re.IGNORECASE)
 
@@ -15,6 +16,7 @@ class DocxLoader(ArchiveDocumentLoader):
     name = "docx"
     extensions = (".docx",)
     kind, noun = "Word (.docx)", "a Word document"
+    version = 2  # equations and comments are read
 
     def read(self, path: Path, writer: MarkdownWriter) -> tuple[str, dict]:
         import docx
@@ -25,11 +27,39 @@ class DocxLoader(ArchiveDocumentLoader):
                 writer.table(_table_rows(block))
             else:
                 _paragraph(writer, block)
+        _comments(writer, document)
         return (document.core_properties.title or "").strip() or _first_heading(writer.text), {}
 
 
+def _comments(writer: MarkdownWriter, document) -> None:
+    """The reviewers' comments, after the body, each with its author."""
+    comments = [c for c in getattr(document, "comments", ()) if c.text.strip()]
+    if not comments:
+        return
+    writer.heading("Comments", 2)
+    for comment in comments:
+        author = (comment.author or "").strip()
+        writer.item(f"{author}: {comment.text.strip()}" if author else comment.text.strip())
+
+
+def paragraph_text(paragraph) -> str:
+    """A paragraph's text with its equations (OMML) as LaTeX-like ``$…$``, where python-docx's
+    ``paragraph.text`` leaves them out."""
+    element = paragraph._p
+    if element.find(f".//{M}oMath") is None:
+        return paragraph.text
+    parts: list[str] = []
+    for child in element.iterchildren():
+        tag = child.tag if isinstance(child.tag, str) else ""
+        if tag in (f"{M}oMath", f"{M}oMathPara"):
+            parts.append(f"${omml_text(child)}$")
+        elif not tag.endswith("}pPr"):
+            parts.append("".join(t.text or "" for t in child.iter(f"{W}t")))
+    return "".join(parts)
+
+
 def _paragraph(writer: MarkdownWriter, paragraph) -> None:
-    text = paragraph.text
+    text = paragraph_text(paragraph)
     if not text.strip():
         return
     style = (paragraph.style.name if paragraph.style is not None else "") or ""

@@ -1,4 +1,10 @@
-"""HTML pages: the visible text, with block elements kept as line and paragraph breaks."""
+"""HTML pages: the main content, as Markdown, its headings the sections.
+
+trafilatura finds the page's main content (leaving out menus, language lists, footers and
+sidebars) and writes it as Markdown: headings, lists, tables, and links as their text. A page
+it finds nothing in (a fragment, a page of only navigation), and a short page, are read whole: the visible text, with
+block elements kept as line and paragraph breaks (``extract``).
+"""
 
 from __future__ import annotations
 
@@ -38,13 +44,35 @@ _VOID = frozenset(
 class HtmlLoader(TextFileLoader):
     name = "html"
     extensions = (".html", ".htm")
+    sandboxed = True  # trafilatura builds a tree of the whole page
+    version = 2  # the main content (trafilatura), as Markdown
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         page = extract(text)
-        if not page.body:
+        wanted = len(page.body) >= MAIN_CONTENT_FROM_CHARS and page.depth <= MAX_MAIN_CONTENT_DEPTH
+        body = (main_content(text) if wanted else "") or page.body
+        if not body:
             return empty_result(source)
         title = page.title or page.heading or path.stem
-        return LoadResult([single_document(page.body, path, source, title=title)])
+        return LoadResult([single_document(body, path, source, title=title)])
+
+
+#: Pages with less visible text than this are read whole: there is little boilerplate to leave out,
+#: and on short pages trafilatura falls back to a flat text that loses their structure.
+MAIN_CONTENT_FROM_CHARS = 2_000
+#: Pages nested deeper than this are read whole: trafilatura's tree is lxml's, which cuts deeper
+#: nesting short (and the one-pass reader stays linear however deep a page goes).
+MAX_MAIN_CONTENT_DEPTH = 200
+_ESCAPED = re.compile(r"\\([_*`\[\]#<>])")
+
+
+def main_content(html: str) -> str:
+    """The page's main content as Markdown (trafilatura), or "" when it finds none."""
+    import trafilatura
+
+    found = trafilatura.extract(html, output_format="markdown", include_links=False, include_tables=True,
+                                include_images=False, include_comments=False, favor_recall=True)
+    return _ESCAPED.sub(r"\1", found or "").strip()  # ``base\_link`` is ``base_link`` in the page
 
 
 @dataclass
@@ -53,6 +81,8 @@ class Page:
     title: str
     #: The first <h1>, the title when the page has no <title>.
     heading: str
+    #: How deep its elements nest.
+    depth: int = 0
 
 
 def extract(html: str) -> Page:
@@ -68,6 +98,7 @@ def extract(html: str) -> Page:
         body=_BREAKS.sub(_collapse, "".join(parser.out)).strip(),
         title=" ".join(" ".join(parser.title).split()),
         heading=" ".join(" ".join(parser.heading).split()),
+        depth=parser.deepest,
     )
 
 
@@ -85,6 +116,7 @@ class _VisibleText(HTMLParser):
         self._in_title = 0
         self._in_h1 = 0
         self._h1_done = False
+        self.deepest = 0
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         if tag in _VOID:
@@ -99,6 +131,7 @@ class _VisibleText(HTMLParser):
         if not self._hidden and tag in _MARKS:
             self.out.append(_MARKS[tag])
         self._stack.append([tag, 0])
+        self.deepest = max(self.deepest, len(self._stack))
         self._open[tag] += 1
         self._count(tag, +1)
 

@@ -23,9 +23,10 @@ _DATA_URI = re.compile(r"(?<![\w-])data:[\w.+-]*/?[\w.+-]*(?:;[\w.+-]+(?:=[\w.+-
 class MarkdownLoader(TextFileLoader):
     name = "markdown"
     extensions = (".md", ".markdown")
+    version = 2  # chunks carry start_line and end_line
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         text, dropped = _DATA_URI.subn("data:", text)
         title = next((h.title for h in markdown_headers(text) if h.level == 1), path.stem)
         warnings = [f"{source}: left out {dropped} embedded data: URI(s) (images or files, not text)"] if dropped else []
-        return LoadResult([single_document(text, path, source, title=title)], warnings)
+        return LoadResult([single_document(text, path, source, title=title, has_lines=True)], warnings)

@@ -34,14 +34,16 @@ PAGE_SEPARATOR = "\n\n"
 MIN_TEXT_CHARS = 20
 #: Pages drawing at least this many path objects (lines, rectangles) are searched for tables.
 TABLE_PATHS = 4
-_HYPHENATED = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+_HYPHENATED = re.compile(r"\b(\w*[a-z])-\n([a-z]\w*)")
+#: Words as the document writes them, hyphenated compounds whole.
+_WORD = re.compile(r"\w+(?:-\w+)*")
 _DIGITS = re.compile(r"\d+")
 
 
 class PdfLoader(Loader):
     name = "pdf"
     extensions = (".pdf",)
-    version = 2
+    version = 3  # a hyphen that is part of a word survives a line break
 
     def policy(self) -> str:
         return f"pdf/v{self.version}/ocr={self.options.ocr}"
@@ -52,8 +54,9 @@ class PdfLoader(Loader):
     def load_bytes(self, data: bytes, path: Path, source: str) -> LoadResult:
         read = read_pdf(data, source, self.options)
         text, page_starts = join_pages(read.pages)
+        missing = "tesseract" if read.scanned_without_ocr and self.options.ocr != "never" else None
         if not text.strip():
-            return LoadResult([], [*read.notes, _no_text_message(source, read)])
+            return LoadResult([], [*read.notes, _no_text_message(source, read)], incomplete=missing)
         metadata: dict = {"pages": len(read.pages)}
         if read.ocr_pages:
             metadata["ocr_pages"] = len(read.ocr_pages)
@@ -67,7 +70,8 @@ class PdfLoader(Loader):
             page_metadata=tuple({"ocr_confidence": read.ocr_pages[n]} if n in read.ocr_pages else {}
                                 for n in range(len(read.pages))) if read.ocr_pages else (),
         )
-        return LoadResult([document], read.notes, stats={"ocr_pages": len(read.ocr_pages), "tables": read.tables})
+        return LoadResult([document], read.notes, stats={"ocr_pages": len(read.ocr_pages), "tables": read.tables},
+                          incomplete=missing)
 
 
 @dataclass
@@ -243,7 +247,21 @@ def _markdown_table(rows: list[list[str | None]]) -> str:
 def clean_pages(pages: list[str]) -> list[str]:
     """Drop running headers and footers, join words hyphenated across lines."""
     pages = _drop_running_lines(pages)
-    return [_HYPHENATED.sub("", page) for page in pages]
+    vocabulary = set(_WORD.findall(_HYPHENATED.sub(" ", "\n".join(pages)).lower()))  # the broken words left out
+    return [_HYPHENATED.sub(lambda m: _join_hyphenated(m, vocabulary), page) for page in pages]
+
+
+def _join_hyphenated(match: re.Match[str], vocabulary: set[str]) -> str:
+    """A word broken at a line end: joined ("compu-" "ter" -> "computer"), unless its hyphen is the
+    word's own ("chat-optimized"): the document writes it so elsewhere, or writes both halves as words
+    and never the two joined."""
+    left, right = match.group(1), match.group(2)
+    joined = (left + right).lower()
+    if joined in vocabulary:
+        return left + right
+    if f"{left}-{right}".lower() in vocabulary or (left.lower() in vocabulary and right.lower() in vocabulary):
+        return f"{left}-{right}"
+    return left + right
 
 
 def _drop_running_lines(pages: list[str], edge: int = 2) -> list[str]:

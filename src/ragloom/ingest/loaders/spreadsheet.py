@@ -1,4 +1,4 @@
-"""Spreadsheets: ``.xlsx`` (openpyxl, streamed), ``.ods`` (odfpy), ``.csv`` and ``.tsv`` (the csv module).
+"""Spreadsheets: ``.xlsx`` (openpyxl, streamed), ``.xls`` (xlrd), ``.ods`` (odfpy), ``.csv`` and ``.tsv`` (the csv module).
 
 Each sheet is a section holding one Markdown table; its first non-empty row is the header, and
 the header is repeated above every block of rows (see ``_markdown``), so a row found alone still
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import CorruptDocumentError
 from ._archive import check_archive, library_error
-from ._markdown import MarkdownWriter
+from ._markdown import MarkdownWriter, cell_text
 from .base import LoadResult, Loader
 from .decode import decode_bytes, empty_result, looks_binary
 
@@ -26,6 +27,7 @@ MAX_EMPTY_RUN = 10_000
 
 class _Sheets(Loader):
     kind = "a spreadsheet"
+    version = 2  # title rows above a table, and rows wider than its header, keep every cell
 
     def load(self, path: Path, source: str) -> LoadResult:
         writer = MarkdownWriter()
@@ -47,14 +49,34 @@ class _Sheets(Loader):
         raise NotImplementedError
 
 
+#: Rows looked at to find a sheet's table header below its title rows.
+HEADER_SEARCH_ROWS = 20
+
+
 def _sheet(writer: MarkdownWriter, name: str, rows: Iterable[Sequence[Any]], source: str, notes: list[str]) -> None:
     kept = _until_empty_run(rows, source, name, notes)
-    header = next(kept, None)
-    if header is None:
+    first = list(itertools.islice(kept, HEADER_SEARCH_ROWS))
+    if not first:
         return
     if name:
         writer.heading(f"Sheet: {name}", 2)
-    writer.table(kept, header=header)
+    titles = _title_rows(first)
+    for row in first[:titles]:
+        writer.paragraph(" ".join(cell_text(c) for c in row if c not in (None, "")))
+    rest = first[titles:]
+    if rest:
+        writer.table(itertools.chain(rest[1:], kept), header=rest[0])
+
+
+def _title_rows(rows: Sequence[Sequence[Any]]) -> int:
+    """How many leading rows are titles above the table (one filled cell where the table is wider)."""
+    width = max(len(row) for row in rows)
+    count = 0
+    for row in rows:
+        if width < 2 or sum(value not in (None, "") for value in row) > 1:
+            break
+        count += 1
+    return count if count < len(rows) else 0
 
 
 def _until_empty_run(rows: Iterable[Sequence[Any]], source: str, sheet: str, notes: list[str]) -> Iterator[Sequence[Any]]:
@@ -94,6 +116,26 @@ class XlsxLoader(_Sheets):
                 yield sheet.title, sheet.iter_rows(values_only=True)
         finally:
             workbook.close()
+
+
+class XlsLoader(_Sheets):
+    """Excel 97-2003 workbooks (``.xls``, the OLE binary format) through xlrd: values only."""
+
+    name = "xls"
+    extensions = (".xls",)
+    kind = "an Excel 97-2003 workbook"
+
+    def sheets(self, path: Path, source: str):
+        import xlrd
+
+        workbook = xlrd.open_workbook(str(path), on_demand=True)
+        try:
+            for index in range(workbook.nsheets):
+                sheet = workbook.sheet_by_index(index)
+                yield sheet.name, (sheet.row_values(row) for row in range(sheet.nrows))
+                workbook.unload_sheet(index)
+        finally:
+            workbook.release_resources()
 
 
 class OdsLoader(_Sheets):

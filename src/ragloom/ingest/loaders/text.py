@@ -13,6 +13,8 @@ from .decode import decode_text, empty_result
 class TextFileLoader(Loader):
     """Decodes the file, refuses binary content, reports empty files; subclasses parse."""
 
+    sandboxed = False
+
     def load(self, path: Path, source: str) -> LoadResult:
         return self.load_bytes(path.read_bytes(), path, source)
 
@@ -31,12 +33,15 @@ class TextFileLoader(Loader):
 
 class TextLoader(TextFileLoader):
     name = "text"
-    extensions = (".txt", ".text", ".rst")
+    #: Plain text, and text formats read as written: subtitles (SRT, WebVTT: each cue with its time), logs.
+    extensions = (".txt", ".text", ".rst", ".srt", ".vtt", ".log")
+    version = 2  # chunks carry start_line and end_line
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
-        return LoadResult([single_document(text, path, source, title=path.stem)])
+        return LoadResult([single_document(text, path, source, title=path.stem, has_lines=True)])
 
 
-def single_document(text: str, path: Path, source: str, title: str) -> Document:
-    """The one document of a single-document file; its id is the file name."""
-    return Document(text=text, source=source, doc_id=path.name, title=title)
+def single_document(text: str, path: Path, source: str, title: str, has_lines: bool = False) -> Document:
+    """The one document of a single-document file; its id is the file name. ``has_lines``: the
+    text keeps the file's lines (so chunks get line numbers)."""
+    return Document(text=text, source=source, doc_id=path.name, title=title, has_lines=has_lines)

@@ -220,6 +220,7 @@ function renderHit(hit) {
   const where = [];
   if (hit.section) where.push(hit.section.replaceAll(" > ", " › ").replace(/`+|\*\*|__/g, ""));
   if (hit.page !== null && hit.page !== undefined) where.push(`p. ${hit.page}`);
+  if (hit.start_line) where.push(hit.end_line && hit.end_line !== hit.start_line ? `lines ${hit.start_line}–${hit.end_line}` : `line ${hit.start_line}`);
   if (hit.chunk_index !== undefined) where.push(`chunk ${hit.chunk_index}`);
   head.append(el("span", "where", where.join(" · ")));
   head.append(scoreOf(hit));
@@ -249,7 +250,8 @@ function scoreOf(hit) {
 
 async function openSource(hit) {
   const viewer = $("viewer");
-  $("viewer-title").textContent = hit.display_path || hit.source;
+  const line = hit.start_line ? `:${hit.start_line}` : "";
+  $("viewer-title").textContent = (hit.display_path || hit.source) + line;
   const where = [hit.section, hit.page ? `page ${hit.page}` : ""].filter(Boolean).join(" · ");
   $("viewer-path").textContent = callerScope === "admin" ? hit.source : where;
   $("viewer-text").replaceChildren(el("span", "", "loading…"));

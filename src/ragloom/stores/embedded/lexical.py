@@ -24,6 +24,7 @@ from ...errors import DiskFullError
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
+from .identifiers import camel_parts, identifiers
 
 ANALYZER = "ragloom_en"
 #: The most distinct terms of one query that BM25 scores: a 16,000-character request has about a
@@ -50,6 +51,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("source", stored=False, tokenizer_name="raw")
     builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    builder.add_text_field(IDENTIFIER_FIELD, stored=False, tokenizer_name="raw", index_option="freq")
     return builder.build()
 
 
@@ -59,7 +61,32 @@ def _document(row: int, chunk: Chunk) -> tantivy.Document:
     document.add_text("id", chunk.id)
     document.add_text("source", chunk.source)
     document.add_text("text", chunk.text)
+    add_identifiers(document, chunk.text)
     return document
+
+
+#: The field holding each chunk's identifiers whole (``identifiers.py``).
+IDENTIFIER_FIELD = "ident"
+
+
+def add_identifiers(document: tantivy.Document, text: str) -> None:
+    """A chunk's identifiers, whole, in their own field; its camelCase words' parts beside its text."""
+    for identifier in identifiers(text):
+        document.add_text(IDENTIFIER_FIELD, identifier)
+    parts = camel_parts(text)
+    if parts:
+        document.add_text("text", parts)
+
+
+def identifier_clauses(schema: tantivy.Schema, query: str, analyzer: tantivy.TextAnalyzer,
+                       ) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+    """Clauses that find a query's identifiers whole, and the parts of its camelCase words."""
+    clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(schema, IDENTIFIER_FIELD, term))
+               for term in identifiers(query)]
+    parts = camel_parts(query)
+    clauses += [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", term))
+                for term in dict.fromkeys(analyzer.analyze(parts))] if parts else []
+    return clauses
 
 
 def _nearly_full(folder: Path) -> bool:
@@ -240,10 +267,12 @@ class LexicalIndex:
         return {term: counts[term] for term in list(counts)[:MAX_QUERY_TERMS]}
 
     def query_of(self, query: str) -> tantivy.Query:
-        """The BM25 query of ``query``'s words, each weighted by how often it is said."""
+        """The BM25 query of ``query``'s words, each weighted by how often it is said, and of its
+        identifiers (``identifier_clauses``)."""
         return tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, _weighted(tantivy.Query.term_query(self.schema, "text", t), w))
              for t, w in self.term_weights(query).items()]
+            + identifier_clauses(self.schema, query, self._analyzer)
         )
 
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:

@@ -1,0 +1,168 @@
+"""Source code cut by definition: a function, a method, a class, the module's top level.
+
+tree-sitter parses the file (``_syntax``). A definition that fits ``chunk_size`` is one chunk,
+with its decorators, signature, docstring and the comments right above it. A class too large
+for one chunk becomes its header (signature, docstring, fields) and one chunk per method, each
+method's chunk led by the class's header line, so ``def save(self)`` still says which class it
+belongs to. A function too large for one chunk is cut between its statements, each piece after
+the first led by the signature. Code outside any definition (imports, constants, a
+``__main__`` block) is cut by lines. A file that does not parse, or whose language has no
+grammar installed, is cut by lines, as plain text is.
+
+Every chunk carries ``language``, ``symbol`` (the qualified name, ``Class.method``) and
+``kind`` (function, method, class, module, or lines), and its section is the symbol's path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+import numpy as np
+
+from ...config import CODE_LANGUAGES
+from ...types import Document
+from ._split import split_recursive
+from ._syntax import MAX_ERROR_SHARE, Definition, body_of, definitions_in, error_share, parser_for, receiver_of
+from ._tokens import TokenMeter
+from .base import Chunker, Span
+
+#: The longest signature or class header repeated before a piece of its body.
+MAX_HEADER_CHARS = 400
+_WORD = re.compile(r"\w")
+
+
+class CodeChunker(Chunker):
+    name = "code"
+
+    def split(self, document: Document) -> list[Span]:
+        language = document.metadata.get("language") or CODE_LANGUAGES.get(PurePath(document.doc_id).suffix.lower(), "")
+        parser = parser_for(language) if language else None
+        meter = TokenMeter(document.text, self.count_tokens, self.token_offsets)
+        if parser is None:
+            return self._lines(meter, 0, len(document.text), PurePath(document.doc_id).stem)
+        data = document.text.encode("utf-8")
+        root = parser.parse(data).root_node
+        if error_share(root) > MAX_ERROR_SHARE:
+            return self._lines(meter, 0, len(document.text), PurePath(document.doc_id).stem)
+        cut = _Cutter(meter, _CharOffsets(document.text, data), language, self)
+        spans = cut.container(0, len(data), list(definitions_in(root, language)), (), "", PurePath(document.doc_id).stem)
+        return sorted(spans, key=lambda span: span.start)
+
+    def _lines(self, meter: TokenMeter, start: int, end: int, module: str) -> list[Span]:
+        return [Span(s, e, (module,), {"symbol": module, "kind": "lines"})
+                for s, e in split_recursive(meter, start, end, self.config.chunk_size, 0)]
+
+
+class _CharOffsets:
+    """Character offsets of tree-sitter's byte offsets (the same for ASCII text)."""
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self._ends: np.ndarray | None = None
+        if len(data) != len(text):
+            widths = np.fromiter((len(c.encode("utf-8")) for c in text), dtype=np.int64, count=len(text))
+            self._ends = np.cumsum(widths)
+
+    def __call__(self, byte: int) -> int:
+        if self._ends is None:
+            return byte
+        return int(np.searchsorted(self._ends, byte, side="right"))
+
+
+class _Cutter:
+    def __init__(self, meter: TokenMeter, chars: _CharOffsets, language: str, chunker: CodeChunker) -> None:
+        self.meter = meter
+        self.text = meter.text
+        self.chars = chars
+        self.language = language
+        self.size = chunker.config.chunk_size
+        self.count_tokens = chunker.count_tokens
+
+    def container(self, start: int, end: int, inner: Sequence[Definition], scope: tuple[str, ...], prefix: str,
+                  symbol: str, in_type: bool = False) -> list[Span]:
+        """Spans of the bytes ``start..end``: one set per inner definition, the rest cut by lines
+        as ``symbol``'s own code (a class's header and fields, a module's top level)."""
+        spans: list[Span] = []
+        position = self.chars(start)
+        kind = "class" if in_type else "module"
+        header = prefix
+        for definition in inner:
+            def_start = self._line_start(self.chars(definition.start), position)
+            first = position == self.chars(start)
+            if in_type and first:
+                header = prefix + self._header(position, def_start)
+            spans.extend(self._rest(position, def_start, scope, symbol, kind, prefix if first else header))
+            spans.extend(self.definition(definition, def_start, scope, header, in_type))
+            position = self.chars(definition.end)
+        spans.extend(self._rest(position, self.chars(end), scope, symbol, kind, header))
+        return spans
+
+    def definition(self, found: Definition, start: int, scope: tuple[str, ...], prefix: str,
+                   in_type: bool) -> list[Span]:
+        name = found.name or found.node.type
+        receiver = receiver_of(found.node)
+        path = (*scope, *((receiver,) if receiver and not scope else ()), name)
+        kind = "class" if found.is_type else ("method" if in_type or receiver else "function")
+        end = self.chars(found.end)
+        if self._tokens(start, end, prefix) <= self.size:
+            return [self._span(start, end, path, kind, prefix)]
+        core = found.node.child_by_field_name("definition") or found.node  # inside a decorator
+        if found.is_type:
+            inner = list(definitions_in(core, self.language))
+            if inner:
+                return self.container(found.start, found.end, inner, path, prefix, ".".join(path), in_type=True)
+        else:
+            pieces = self._statements(core, start, end, path, kind, prefix)
+            if pieces:
+                return pieces
+        return [self._span(s, e, path, kind, prefix) for s, e in split_recursive(self.meter, start, end, self.size, 0)]
+
+    def _statements(self, node: Any, start: int, end: int, path: tuple[str, ...], kind: str,
+                    prefix: str) -> list[Span]:
+        """A function cut between the statements of its body; pieces after the first led by its signature."""
+        body = body_of(node)
+        statements = [self.chars(s.start_byte) for s in body.named_children] if body is not None else []
+        if len(statements) < 2:
+            return []
+        signature = self.text[start : self.chars(body.start_byte)].strip("\n").rstrip()[:MAX_HEADER_CHARS]
+        lead = prefix + signature + "\n"
+        budget = max(self.size - self.count_tokens(lead), self.size // 2)
+        pieces: list[Span] = []
+        piece_start = start
+        for boundary in statements[1:]:
+            boundary = self._line_start(boundary, piece_start)
+            if self._tokens(piece_start, boundary, "") > (budget if pieces else self.size) and boundary > piece_start:
+                pieces.append(self._span(piece_start, boundary, path, kind, lead if pieces else prefix))
+                piece_start = boundary
+        pieces.append(self._span(piece_start, end, path, kind, lead if pieces else prefix))
+        return pieces
+
+    def _rest(self, start: int, end: int, scope: tuple[str, ...], symbol: str, kind: str, prefix: str) -> list[Span]:
+        """Code between definitions, cut by lines; nothing for blank lines and lone brackets."""
+        if not _WORD.search(self.text, start, end):
+            return []
+        path = scope or (symbol,)
+        return [self._span(s, e, path, kind, prefix) for s, e in split_recursive(self.meter, start, end, self.size, 0)
+                if _WORD.search(self.text, s, e)]
+
+    def _span(self, start: int, end: int, path: tuple[str, ...], kind: str, prefix: str) -> Span:
+        return Span(start, end, path, {"symbol": ".".join(path), "kind": kind}, prefix)
+
+    def _header(self, start: int, end: int) -> str:
+        """The first line of a class (its decorators above it included): what leads its members' chunks."""
+        text = self.text[start:end].strip()
+        lines = text.splitlines()
+        header = next((i for i, line in enumerate(lines) if not line.lstrip().startswith(("@", "#", "//", "/*", "*"))),
+                      0)
+        return "\n".join(lines[: header + 1])[:MAX_HEADER_CHARS] + "\n" if lines else ""
+
+    def _line_start(self, offset: int, floor: int) -> int:
+        """``offset`` moved back to its line's start over what precedes it there (``export``, ``pub``)."""
+        line = max(self.text.rfind("\n", floor, offset) + 1, floor)
+        between = self.text[line:offset]
+        return line if not any(mark in between for mark in (";", "}", "{")) else offset
+
+    def _tokens(self, start: int, end: int, prefix: str) -> int:
+        return self.meter.count(start, end) + (self.count_tokens(prefix) if prefix else 0)

@@ -1,0 +1,64 @@
+"""Documents parsed in a worker process: a file over the memory or time limit is one line in
+the report, and the ingest goes on (a real worker process, real limits)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from ragloom import Config, Index, registry
+from ragloom.ingest.loaders.base import LoadResult, Loader
+from ragloom.ingest.sandbox import sandbox_supported
+from ragloom.types import Document
+
+pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="parsing in a worker needs fork and rlimits (Linux)")
+
+
+class HogLoader(Loader):
+    """Wants far more memory than the limit, as a decompression bomb does."""
+
+    name = "hog"
+    extensions = (".hog",)
+
+    def load(self, path: Path, source: str) -> LoadResult:
+        blocks = [bytearray(64 * 2**20) for _ in range(64)]  # 4 GiB
+        return LoadResult([Document(text=str(len(blocks)), source=source, doc_id=path.name)])
+
+
+class SlowLoader(Loader):
+    name = "slow"
+    extensions = (".slow",)
+
+    def load(self, path: Path, source: str) -> LoadResult:
+        time.sleep(3600)  # stopped by the time limit, never waited for
+        return LoadResult([])
+
+
+@pytest.fixture
+def plugins():
+    registry.register("loader", "hog", HogLoader)
+    registry.register("loader", "slow", SlowLoader)
+    yield
+    registry._registered["loader"].pop("hog", None)
+    registry._registered["loader"].pop("slow", None)
+
+
+def test_a_file_over_the_limits_is_reported_and_the_ingest_goes_on(tmp_path, embedder, plugins):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bomb.hog").write_bytes(b"x")
+    (docs / "stuck.slow").write_bytes(b"x")
+    (docs / "notes.md").write_text("# Notes\n\nThe survey starts at dawn.\n")
+    from ragloom.testing.pdf import write_pdf
+
+    write_pdf(docs / "plan.pdf", ["The route follows the river to the bridge."])
+    config = Config.from_dict({"ingest": {"parse_memory_mb": 256, "parse_timeout_s": 3}})
+    with Index.open(tmp_path / "idx", config, embedder=embedder) as index:
+        report = index.ingest([docs])
+        assert index.search("route to the bridge", k=1)[0].source.endswith("plan.pdf")
+    failed = {Path(f.path).name: f.error for f in report.failed}
+    assert "more than 256 MB" in failed["bomb.hog"] and "parse_memory_mb" in failed["bomb.hog"]
+    assert "longer than 3 s" in failed["stuck.slow"] and "parse_timeout_s" in failed["stuck.slow"]
+    assert {Path(p).name for p in report.added} == {"notes.md", "plan.pdf"}
