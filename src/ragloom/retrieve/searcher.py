@@ -20,6 +20,7 @@ from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
 from .base import QueryPlan, SearchContext, SearchResult, mark_weak
 from .cache import QueryCache
+from .languages import weak_cosine, with_language_fusion
 from .pipeline import Pipeline, build_pipeline
 from .understand import plan_query
 
@@ -52,6 +53,8 @@ class Searcher:
         others = [c for c in parse_where(where) if c.key != "source"]
         sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
+        model_id = (store.embedder_info() or {}).get("model_id")
+        plan = with_language_fusion(plan, model_id, settings)
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
@@ -64,7 +67,7 @@ class Searcher:
                 result = SearchResult([], plan)
             else:
                 result = self._cached_run(pipeline, plan)
-                result.hits = mark_weak(result.hits, settings.weak_cosine,
+                result.hits = mark_weak(result.hits, weak_cosine(model_id, settings),
                                         self.parts.config.answer.unanswerable_below)
             set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000

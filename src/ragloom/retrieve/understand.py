@@ -21,6 +21,7 @@ from typing import Any
 
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
 from ..errors import QueryTooLongError
+from ..lang import UNDETERMINED, detect_language
 from ..filters import Condition, names_source, parse_where, resolve_sources
 from .base import QueryPlan
 
@@ -66,6 +67,11 @@ def understand(
         text = " ".join(result.hints.pop("operator_values", [])) or " ".join(query.replace('"', " ").split()) or query
     result.hints.pop("operator_values", None)
     result.text = text
+    language = detect_language(text)[0]
+    if language != UNDETERMINED:
+        result.hints["lang"] = language
+        if language != "en":
+            result.notes.append(f"query language: {language}")
     if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
         result.hints["alpha"] = settings.identifier_alpha
         result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")

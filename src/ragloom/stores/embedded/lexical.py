@@ -1,8 +1,11 @@
 """BM25 over chunk texts with tantivy.
 
-English analysis: simple tokenizer, lower-casing, English stop words, Porter-style
-stemming. The index is a derived cache of SQLite, stamped with the generation it has
-caught up with; a stale or damaged index is rebuilt from SQLite.
+Each chunk is read by its language's analyser, in that analyser family's own field
+(``lang/analysis.py``: English as always, stemmers and stop words for 18 languages, character
+bigrams for Chinese, Japanese and Thai, Unicode-aware tokens for the rest); a query is read by
+every family the index holds. The index is a derived cache of SQLite, stamped with the
+generation it has caught up with (and the families it holds); a stale or damaged index is
+rebuilt from SQLite.
 """
 
 from __future__ import annotations
@@ -20,24 +23,15 @@ import numpy as np
 import tantivy
 
 from ...errors import DiskFullError
+from ...lang.analysis import FAMILIES, Analyzers, english_analyzer, family_of, prepare
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
 
-ANALYZER = "ragloom_en"
+__all__ = ["LexicalIndex", "english_analyzer"]
+
 #: Files tantivy writes readable by their owner only; other users who may read the index need them.
 _PRIVATE_FILES = ("meta.json", ".managed.json")
-
-
-def english_analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
 
 
 def _schema() -> tantivy.Schema:
@@ -45,17 +39,20 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("row", stored=False, indexed=True, fast=True)
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("source", stored=False, tokenizer_name="raw")
-    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    for family in FAMILIES.values():
+        builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
     return builder.build()
 
 
-def _document(row: int, chunk: Chunk) -> tantivy.Document:
+def _document(row: int, chunk: Chunk) -> tuple[tantivy.Document, str]:
+    """The chunk as a tantivy document, its text in its language family's field; and that family."""
+    family = family_of(chunk.metadata.get("lang"))
     document = tantivy.Document()
     document.add_unsigned("row", int(row))
     document.add_text("id", chunk.id)
     document.add_text("source", chunk.source)
-    document.add_text("text", chunk.text)
-    return document
+    document.add_text(family.field, prepare(family.name, chunk.text))
+    return document, family.name
 
 
 def _nearly_full(folder: Path) -> bool:
@@ -87,12 +84,15 @@ class LexicalIndex:
         #: Built in memory (a read-only index whose files are missing or damaged): never saved.
         self.in_memory = False
         self._memory_generation = -1
-        self._analyzer = english_analyzer()
+        self._analyzers = Analyzers()
+        #: The analyser families whose fields hold text (a query is read by each of them).
+        self.families: set[str] = set()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         #: Where the files were copied to be read without a lock (``_open_unlocked``), if they were.
         self._copy: Path | None = None
         self.index = self._open()
+        self.generation()  # reads the families the index holds
 
     def _open(self) -> tantivy.Index:
         schema = _schema()
@@ -106,7 +106,7 @@ class LexicalIndex:
                 if (self.folder / "meta.json").exists():
                     warn_rebuilding(f"the BM25 index at {self.folder}", exc)
                 return self._in_memory()
-            index.register_tokenizer(ANALYZER, self._analyzer)
+            self._analyzers.register(index)
             return index
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -118,7 +118,7 @@ class LexicalIndex:
             warn_rebuilding(f"the BM25 index at {self.folder}", exc)
             self._clear_folder()
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
-        index.register_tokenizer(ANALYZER, self._analyzer)
+        self._analyzers.register(index)
         return index
 
     def _open_unlocked(self) -> tantivy.Index:
@@ -142,7 +142,7 @@ class LexicalIndex:
         self.in_memory = True
         self._memory_generation = -1
         index = tantivy.Index(self.schema)
-        index.register_tokenizer(ANALYZER, self._analyzer)
+        self._analyzers.register(index)
         return index
 
     def _clear_folder(self) -> None:
@@ -159,23 +159,27 @@ class LexicalIndex:
         self.in_memory = False
         self._clear_folder()
         self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=False)
-        self.index.register_tokenizer(ANALYZER, self._analyzer)
+        self.self._analyzers.register(index)
 
     # -- generation stamp -------------------------------------------------------------------
     def generation(self) -> int:
         if self.in_memory:
             return self._memory_generation
         try:
-            return int(json.loads((self.folder / "ragloom-state.json").read_text())["generation"])
-        except (OSError, ValueError, KeyError):
+            state = json.loads((self.folder / "ragloom-state.json").read_text())
+            generation = int(state["generation"])
+        except (OSError, ValueError, KeyError, TypeError):
             return -1
+        # An index stamped before families were recorded holds English text only.
+        self.families |= set(state.get("families", ["en"])) & set(FAMILIES)
+        return generation
 
     def _stamp(self, generation: int) -> None:
         if self.in_memory:
             self._memory_generation = generation
             return
         tmp = self.folder / "ragloom-state.tmp"
-        tmp.write_text(json.dumps({"generation": generation}))
+        tmp.write_text(json.dumps({"generation": generation, "families": sorted(self.families)}))
         os.replace(tmp, self.folder / "ragloom-state.json")
         _share_like(self.folder / "ragloom-state.json", [self.folder / name for name in _PRIVATE_FILES])
 
@@ -188,9 +192,7 @@ class LexicalIndex:
     def replace_source(self, source: str, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         writer = self._w()
         writer.delete_documents_by_term("source", source)
-        for row, chunk in rows_and_chunks:
-            writer.add_document(_document(row, chunk))
-        self._dirty = True
+        self._add(writer, rows_and_chunks)
 
     def delete_source(self, source: str) -> None:
         self._w().delete_documents_by_term("source", source)
@@ -199,10 +201,16 @@ class LexicalIndex:
     def rebuild(self, rows_and_chunks: Iterable[tuple[int, Chunk]], generation: int) -> None:
         writer = self._w()
         writer.delete_all_documents()
-        for row, chunk in rows_and_chunks:
-            writer.add_document(_document(row, chunk))
-        self._dirty = True
+        self.families = set()
+        self._add(writer, rows_and_chunks)
         self.commit(generation)
+
+    def _add(self, writer: tantivy.IndexWriter, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
+        for row, chunk in rows_and_chunks:
+            document, family = _document(row, chunk)
+            writer.add_document(document)
+            self.families.add(family)
+        self._dirty = True
 
     def commit(self, generation: int) -> None:
         """Make writes visible and record that the index has caught up with ``generation``."""
@@ -225,17 +233,21 @@ class LexicalIndex:
             self._writer = None
 
     # -- searching ---------------------------------------------------------------------------
-    def terms(self, query: str) -> list[str]:
-        return list(dict.fromkeys(self._analyzer.analyze(query)))
+    def terms(self, query: str) -> dict[str, list[str]]:
+        """The query's terms as each family the index holds reads it (English alone when empty)."""
+        families = sorted(self.families) or ["en"]
+        found = {family: self._analyzers.terms(family, query) for family in families}
+        return {family: terms for family, terms in found.items() if terms}
 
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
         terms = self.terms(query)
         if not terms or k <= 0:
             return []
-        text_query = tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "text", t)) for t in terms]
-        )
+        text_query = tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FAMILIES[family].field, t))
+            for family, family_terms in terms.items() for t in family_terms
+        ])
         searcher = self.index.searcher()
         if allowed_rows is None:
             hits = _top(searcher, text_query, k)

@@ -1,0 +1,148 @@
+"""Every language of XQuAD (developers' half): lexical, dense and hybrid nDCG@10 in one table.
+
+    python benchmarks/languages.py --label before --cache /tmp/xq-before     # today's code
+    python benchmarks/languages.py --label after                              # after issue 31
+    python benchmarks/languages.py --compare before after                     # the two side by side
+
+Each dataset of ``xquad-dev`` (the 12 languages, ``mixed``, the ``xling-en-*`` sets) is
+evaluated as ``ragloom eval DATASET --split dev -p lexical -p dense -p hybrid`` would, with
+the default config (so the index chooses its own embedder), and the results are written to
+``benchmarks/results/languages-<label>.json``; the table is printed in Markdown. A dataset
+already in that file is not run again (delete the file, or pass --rerun, to measure afresh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ragloom.config import Config
+from ragloom.embed.base import Embedder
+from ragloom.eval.beir import load_beir
+from ragloom.eval.runner import RunSpec, evaluate_beir
+from ragloom.eval.scratch import default_cache_dir
+
+SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+XQUAD = SHARED / "xquad-dev"
+RESULTS = Path(__file__).resolve().parent / "results"
+LANGUAGES = ["en", "de", "es", "el", "ru", "tr", "ar", "vi", "th", "zh", "hi", "ro"]
+DATASETS = [*LANGUAGES, "mixed", *(f"xling-en-{code}" for code in LANGUAGES if code != "en")]
+MODES = ["lexical", "dense", "hybrid"]
+
+
+def measure(name: str, cache: Path, config: Config) -> dict:
+    data = load_beir(XQUAD / name, "dev")
+    own = XQUAD / name.removeprefix("xling-en-") / "corpus.jsonl"
+    if name.startswith("xling-en-") and own.read_bytes() == data.corpus_path.read_bytes():
+        data = dataclasses.replace(data, corpus_path=own)  # the same paragraphs: the same scratch index
+    specs = [RunSpec(mode, config, mode) for mode in MODES]
+    started = time.perf_counter()
+    result = evaluate_beir(data, specs, cache, k=100)
+    build = result.runs[0].build
+    return {
+        "queries": result.queries,
+        "nDCG@10": {run.name: round(run.means()["nDCG@10"], 4) for run in result.runs},
+        "recall@10": {run.name: round(run.means()["recall@10"], 4) for run in result.runs},
+        "embedder": _embedder_of(Path(build.path)),
+        "build_seconds": round(build.build_seconds, 1), "build_tokens": build.build_tokens,
+        "tokens_per_second": round(build.tokens_per_second, 1), "seconds": round(time.perf_counter() - started, 1),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+
+
+class QueryVectors:
+    """Query vectors kept across runs and datasets (and in a file between invocations), so that a
+    slow embedder embeds each question once: the same 632 questions recur in dense, hybrid and
+    every ``xling-en-*`` set. Quality figures are unchanged; the latency columns then leave the
+    query embedding out, so they are not reported here."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.vectors: dict[str, np.ndarray] = {}
+        if file.is_file():
+            with np.load(file) as saved:
+                self.vectors = dict(zip(json.loads(str(saved["keys"])), saved["vectors"]))
+
+    def install(self) -> None:
+        original = Embedder.embed_query
+        vectors = self.vectors
+
+        def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+            key = f"{embedder.model_id}\t{text}"
+            if key not in vectors:
+                vectors[key] = original(embedder, text)
+            return vectors[key]
+
+        Embedder.embed_query = embed_query  # type: ignore[method-assign]
+
+    def save(self) -> None:
+        keys = list(self.vectors)
+        if keys:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(self.file, keys=json.dumps(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+
+
+def _embedder_of(index: Path) -> str:
+    from ragloom.index import Index
+
+    with Index.open(index, Config(index=str(index)), create=False) as opened:
+        return str((opened.store.embedder_info() or {}).get("model_id", "?"))
+
+
+def table(results: dict[str, dict]) -> str:
+    lines = ["| dataset | embedder | lexical | dense | hybrid |", "|---|---|---|---|---|"]
+    for name in DATASETS:
+        if name in results:
+            row = results[name]
+            scores = " | ".join(f"{row['nDCG@10'][mode]:.3f}" for mode in MODES)
+            lines.append(f"| {name} | {row['embedder']} | {scores} |")
+    return "\n".join(lines)
+
+
+def compare(before: dict[str, dict], after: dict[str, dict]) -> str:
+    lines = ["| dataset | lexical before | lexical after | dense before | dense after | hybrid before | hybrid after |",
+             "|---|---|---|---|---|---|---|"]
+    for name in DATASETS:
+        if name in before and name in after:
+            cells = [f"{side[name]['nDCG@10'][mode]:.3f}" for mode in MODES for side in (before, after)]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", default="after", help="results go to benchmarks/results/languages-LABEL.json")
+    parser.add_argument("--datasets", nargs="+", default=DATASETS)
+    parser.add_argument("--cache", type=Path, default=None, help="scratch indexes (default: the eval cache/LABEL)")
+    parser.add_argument("--rerun", action="store_true", help="measure datasets already in the results file again")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print two labels side by side")
+    args = parser.parse_args()
+    if args.compare:
+        before, after = (json.loads((RESULTS / f"languages-{label}.json").read_text()) for label in args.compare)
+        print(compare(before, after))
+        return
+    file = RESULTS / f"languages-{args.label}.json"
+    results = json.loads(file.read_text()) if file.is_file() else {}
+    cache = args.cache or default_cache_dir() / f"languages-{args.label}"
+    memo = QueryVectors(cache / "query-vectors.npz")
+    memo.install()
+    for name in args.datasets:
+        if name in results and not args.rerun:
+            continue
+        results[name] = measure(name, cache, Config())
+        file.write_text(json.dumps(results, indent=2))
+        memo.save()
+        row = results[name]
+        print(f"{name}: {row['nDCG@10']} ({row['embedder']}, {row['seconds']} s, load {row['load_average']})",
+              flush=True)
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Search per language: hybrid's dense weight and the relevance floor, for the index's embedder
+and the query's language (query understanding's ``lang`` hint).
+
+Tuned on the developers' half of XQuAD only (BENCHMARKS.md "Languages"). They apply when the
+``search`` section keeps its defaults; a tuned ``search.alpha`` or ``weak_cosine`` wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..config import FusionSettings, SearchConfig
+from ..embed.multilingual import ENGLISH_MODEL_ID, MODEL_ID
+from .base import QueryPlan
+
+DEFAULT_ALPHA = FusionSettings.model_fields["alpha"].default
+DEFAULT_WEAK_COSINE = SearchConfig.model_fields["weak_cosine"].default
+#: Dense weight when the English model meets a query in another language: it reads other
+#: scripts as noise, so BM25 (which reads each language) carries the ranking.
+FOREIGN_QUERY_ALPHA = 0.2
+#: Dense weight with the multilingual model, whatever the query's language.
+MULTILINGUAL_ALPHA = 0.5
+#: The multilingual model's cosines run higher than bge-small-en's: its floor for ``weak``.
+MULTILINGUAL_WEAK_COSINE = 0.8
+
+
+def language_alpha(language: str | None, model_id: str | None) -> float | None:
+    """Hybrid's dense weight for a query in ``language`` over an index embedded by ``model_id``;
+    None: the configured one."""
+    if model_id == MODEL_ID:
+        return MULTILINGUAL_ALPHA
+    if model_id == ENGLISH_MODEL_ID and language not in (None, "en"):
+        return FOREIGN_QUERY_ALPHA
+    return None
+
+
+def with_language_fusion(plan: QueryPlan, model_id: str | None, settings: SearchConfig) -> QueryPlan:
+    """The plan with the language's dense weight as its ``alpha`` hint (and a note saying so),
+    unless a rule already set one or ``search.alpha`` was tuned."""
+    if plan.hint("alpha") is not None or settings.alpha != DEFAULT_ALPHA:
+        return plan
+    alpha = language_alpha(plan.hint("lang"), model_id)
+    if alpha is None:
+        return plan
+    why = ("the multilingual embedder" if model_id == MODEL_ID
+           else f"a {plan.hint('lang')} query over the English embedder {model_id}")
+    return replace(plan, hints={**plan.hints, "alpha": alpha},
+                   notes=(*plan.notes, f"{why} -> hybrid alpha {alpha}"))
+
+
+def weak_cosine(model_id: str | None, settings: SearchConfig) -> float:
+    """The cosine under which a hit is weak, for the index's embedder."""
+    if model_id == MODEL_ID and settings.weak_cosine == DEFAULT_WEAK_COSINE:
+        return MULTILINGUAL_WEAK_COSINE
+    return settings.weak_cosine
