@@ -76,3 +76,19 @@ def test_sentences_end_at_cjk_and_devanagari_marks() -> None:
     for splitter in ("regex", "punkt"):
         found = [text[s:e] for s, e in sentence_ranges(text, 0, len(text), splitter)]
         assert found == ["超级碗是一场比赛。", "野马队赢了！", "谁赢了？", "यह एक भाषा है।", "Hello there.", "Bye!"]
+
+
+def test_highlighting_reads_the_query_in_its_language() -> None:
+    from ragloom.server.highlight import matched_spans, query_terms
+
+    text = "超级碗50是一场美式足球比赛，丹佛野马队击败了卡罗来纳黑豹队。"
+    assert [text[s:e] for s, e in matched_spans(text, query_terms("哪支球队赢得了超级碗？"))] == ["超级碗"]
+    text = "Die Verteidigungen der Panthers gaben nur 308 Punkte ab."
+    found = [text[s:e] for s, e in matched_spans(text, query_terms("Wie viele Punkte gab die Verteidigung ab?"))]
+    assert {"Verteidigungen", "gaben", "Punkte"} <= set(found) and "Panthers" not in found
+
+
+def test_hindi_inflections_meet_without_an_english_stemmer() -> None:
+    analyzers = Analyzers()
+    assert analyzers.terms("other", "लड़के") == analyzers.terms("other", "लड़का") == ["लड़क"]
+    assert analyzers.terms("other", "running") == ["running"]  # no English stemming outside English

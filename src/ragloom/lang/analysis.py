@@ -105,9 +105,32 @@ def analyzer(family: str) -> tantivy.TextAnalyzer:
 
 
 def prepare(family: str, text: str) -> str:
-    """``text`` as the family's analyser takes it: runs of a bigram script become their bigrams."""
+    """``text`` as the family's analyser takes it: runs of a bigram script become their bigrams,
+    and Hindi words lose their inflectional suffixes."""
+    if family == "other":
+        return _DEVANAGARI_WORD.sub(_stem_hindi, text)
     pattern = _bigram_run(family)
     return pattern.sub(_bigrams, text) if pattern is not None else text
+
+
+# The light Hindi stemmer of Ramanathan & Rao (2003): the longest of these suffixes is cut off a
+# word that keeps at least two characters besides it.
+_HINDI_SUFFIXES = sorted("""
+ो े ू ु ी ि ा
+कर ाओ िए ाई ाए ने नी ना ते ीं ती ता ाँ ां ों ें
+ाकर ाइए ाईं ाया ेगी ेगा ोगी ोगे ाने ाना ाते ाती ाता तीं ाओं ाएं ुओं ुएं ुआं
+ाएगी ाएगा ाओगी ाओगे एंगी ेंगी एंगे ेंगे ूंगी ूंगा ातीं नाओं नाएं ताओं ताएं ियाँ ियों ियां
+ाएंगी ाएंगे ाऊंगी ाऊंगा ाइयाँ ाइयों ाइयां
+""".split(), key=len, reverse=True)
+_DEVANAGARI_WORD = re.compile("[\u0900-\u0963\u0966-\u097f]+")
+
+
+def _stem_hindi(match: re.Match[str]) -> str:
+    word = match.group(0)
+    for suffix in _HINDI_SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            return word[: -len(suffix)]
+    return word
 
 
 @lru_cache(maxsize=None)
