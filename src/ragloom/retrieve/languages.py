@@ -7,6 +7,7 @@ Tuned on the developers' half of XQuAD only (BENCHMARKS.md "Languages"). They ap
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ..config import FusionSettings, SearchConfig
@@ -24,10 +25,18 @@ MULTILINGUAL_ALPHA = 0.5
 MULTILINGUAL_WEAK_COSINE = 0.8
 
 
+#: Models served by the other providers that read many languages (bge-m3, multilingual-e5, LaBSE, ...).
+_MULTILINGUAL_NAMES = re.compile(r"multilingual|bge[-_]m3|labse|xlm[-_]r", re.IGNORECASE)
+
+
+def is_multilingual(model_id: str | None) -> bool:
+    return model_id is not None and (model_id == MODEL_ID or bool(_MULTILINGUAL_NAMES.search(model_id)))
+
+
 def language_alpha(language: str | None, model_id: str | None) -> float | None:
     """Hybrid's dense weight for a query in ``language`` over an index embedded by ``model_id``;
     None: the configured one."""
-    if model_id == MODEL_ID:
+    if is_multilingual(model_id):
         return MULTILINGUAL_ALPHA
     if model_id == ENGLISH_MODEL_ID and language not in (None, "en"):
         return FOREIGN_QUERY_ALPHA
@@ -42,7 +51,7 @@ def with_language_fusion(plan: QueryPlan, model_id: str | None, settings: Search
     alpha = language_alpha(plan.hint("lang"), model_id)
     if alpha is None:
         return plan
-    why = ("the multilingual embedder" if model_id == MODEL_ID
+    why = (f"the multilingual embedder {model_id}" if is_multilingual(model_id)
            else f"a {plan.hint('lang')} query over the English embedder {model_id}")
     return replace(plan, hints={**plan.hints, "alpha": alpha},
                    notes=(*plan.notes, f"{why} -> hybrid alpha {alpha}"))
