@@ -159,7 +159,7 @@ class LexicalIndex:
         self.in_memory = False
         self._clear_folder()
         self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=False)
-        self.self._analyzers.register(index)
+        self._analyzers.register(self.index)
 
     # -- generation stamp -------------------------------------------------------------------
     def generation(self) -> int:
