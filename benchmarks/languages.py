@@ -64,11 +64,12 @@ class VectorMemo:
     are not reported here (``ingest_speed`` measures the embedders' speed)."""
 
     def __init__(self, file: Path) -> None:
+        """Saves to ``file``; reads every ``vectors*.npz`` beside it (runs side by side keep one each)."""
         self.file = file
         self.vectors: dict[str, np.ndarray] = {}
-        if file.is_file():
-            with np.load(file) as saved:
-                self.vectors = dict(zip(json.loads(str(saved["keys"])), saved["vectors"]))
+        for saved_file in sorted(file.parent.glob("vectors*.npz")):
+            with np.load(saved_file) as saved:
+                self.vectors.update(zip(json.loads(str(saved["keys"])), saved["vectors"]))
 
     def seed(self, cache: Path) -> None:
         """The chunk vectors of the scratch indexes already built under ``cache``."""
@@ -140,7 +141,16 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=None, help="scratch indexes (default: the eval cache/LABEL)")
     parser.add_argument("--rerun", action="store_true", help="measure datasets already in the results file again")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print two labels side by side")
+    parser.add_argument("--merge", nargs="+", metavar="LABEL", help="add these labels' results to --label's")
     args = parser.parse_args()
+    if args.merge:
+        file = RESULTS / f"languages-{args.label}.json"
+        merged = json.loads(file.read_text()) if file.is_file() else {}
+        for label in args.merge:
+            merged.update(json.loads((RESULTS / f"languages-{label}.json").read_text()))
+        file.write_text(json.dumps(merged, indent=2))
+        print(table(merged))
+        return
     if args.compare:
         before, after = (json.loads((RESULTS / f"languages-{label}.json").read_text()) for label in args.compare)
         print(compare(before, after))
@@ -148,7 +158,7 @@ def main() -> None:
     file = RESULTS / f"languages-{args.label}.json"
     results = json.loads(file.read_text()) if file.is_file() else {}
     cache = args.cache or default_cache_dir() / f"languages-{args.label}"
-    memo = VectorMemo(cache / "vectors.npz")
+    memo = VectorMemo(cache / f"vectors-{args.label}.npz")
     memo.seed(cache)
     memo.install()
     for name in args.datasets:

@@ -37,6 +37,7 @@ class Searcher:
         self._cache = QueryCache(parts.config.search.cache)
         self._warned_read_only = False
         self._kinds: tuple[object, dict[str, frozenset[str]]] | None = None
+        self._languages: tuple[object, dict[str, int]] | None = None
 
     def retrieve(
         self, query: str, k: int | None, where: Mapping[str, Any] | None, mode: str | None,
@@ -54,7 +55,7 @@ class Searcher:
         sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
         model_id = (store.embedder_info() or {}).get("model_id")
-        plan = with_language_fusion(plan, model_id, settings)
+        plan = with_language_fusion(plan, model_id, settings, self.languages())
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
@@ -86,6 +87,17 @@ class Searcher:
         # The sources only when a condition names one: listing those a key may see reads chunks.
         named = any(c.key == SOURCE_KEY for c in plan.conditions)
         return filter_warnings(plan.conditions, self._kinds[1], sources() if named else ())
+
+    def languages(self) -> dict[str, int]:
+        """Chunks per language (``lang``), read once per write; empty where the store cannot count them."""
+        store = self.parts.store
+        counts = getattr(store, "value_counts", None)
+        if not callable(counts):
+            return {}
+        key = (store.generation(), store.count())
+        if self._languages is None or self._languages[0] != key:
+            self._languages = (key, counts("lang"))
+        return self._languages[1]
 
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
         settings = self.parts.config.search

@@ -23,6 +23,7 @@ import numpy as np
 import tantivy
 
 from ...errors import DiskFullError
+from ...lang import detect_language
 from ...lang.analysis import FAMILIES, Analyzers, english_analyzer, family_of, prepare
 from ...types import Chunk
 from ..base import Candidate
@@ -30,6 +31,8 @@ from ..derived import is_damage, warn_rebuilding
 
 __all__ = ["LexicalIndex", "english_analyzer"]
 
+#: In an index of several languages, how much more a query's terms count in its own language's field.
+QUERY_LANGUAGE_BOOST = 1.0
 #: Files tantivy writes readable by their owner only; other users who may read the index need them.
 _PRIVATE_FILES = ("meta.json", ".managed.json")
 
@@ -239,15 +242,24 @@ class LexicalIndex:
         found = {family: self._analyzers.terms(family, query) for family in families}
         return {family: terms for family, terms in found.items() if terms}
 
+    def _query(self, terms: dict[str, list[str]], query: str) -> tantivy.Query:
+        """One clause per (family, term); in an index of several families, those of the query's own
+        language weigh ``QUERY_LANGUAGE_BOOST`` times more."""
+        own = family_of(detect_language(query)[0]).name if len(terms) > 1 and QUERY_LANGUAGE_BOOST != 1.0 else None
+
+        def clause(family: str, term: str) -> tantivy.Query:
+            found = tantivy.Query.term_query(self.schema, FAMILIES[family].field, term)
+            return tantivy.Query.boost_query(found, QUERY_LANGUAGE_BOOST) if family == own else found
+
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, clause(family, term)) for family, family_terms in terms.items() for term in family_terms])
+
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
         terms = self.terms(query)
         if not terms or k <= 0:
             return []
-        text_query = tantivy.Query.boolean_query([
-            (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, FAMILIES[family].field, t))
-            for family, family_terms in terms.items() for t in family_terms
-        ])
+        text_query = self._query(terms, query)
         searcher = self.index.searcher()
         if allowed_rows is None:
             hits = _top(searcher, text_query, k)
