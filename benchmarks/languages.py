@@ -36,19 +36,21 @@ DATASETS = [*LANGUAGES, "mixed", *(f"xling-en-{code}" for code in LANGUAGES if c
 MODES = ["lexical", "dense", "hybrid"]
 
 
-def measure(name: str, cache: Path, config: Config) -> dict:
+def measure(name: str, cache: Path, config: Config, modes: list[str] = MODES, row: dict | None = None) -> dict:
     data = load_beir(XQUAD / name, "dev")
     own = XQUAD / name.removeprefix("xling-en-") / "corpus.jsonl"
     if name.startswith("xling-en-") and own.read_bytes() == data.corpus_path.read_bytes():
         data = dataclasses.replace(data, corpus_path=own)  # the same paragraphs: the same scratch index
-    specs = [RunSpec(mode, config, mode) for mode in MODES]
+    specs = [RunSpec(mode, config, mode) for mode in modes]
     started = time.perf_counter()
     result = evaluate_beir(data, specs, cache, k=100)
     build = result.runs[0].build
+    before = row or {}
     return {
         "queries": result.queries,
-        "nDCG@10": {run.name: round(run.means()["nDCG@10"], 4) for run in result.runs},
-        "recall@10": {run.name: round(run.means()["recall@10"], 4) for run in result.runs},
+        "nDCG@10": {**before.get("nDCG@10", {}), **{run.name: round(run.means()["nDCG@10"], 4) for run in result.runs}},
+        "recall@10": {**before.get("recall@10", {}),
+                      **{run.name: round(run.means()["recall@10"], 4) for run in result.runs}},
         "embedder": _embedder_of(Path(build.path)),
         "build_seconds": round(build.build_seconds, 1), "build_tokens": build.build_tokens,
         "tokens_per_second": round(build.tokens_per_second, 1), "seconds": round(time.perf_counter() - started, 1),
@@ -140,6 +142,8 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--cache", type=Path, default=None, help="scratch indexes (default: the eval cache/LABEL)")
     parser.add_argument("--rerun", action="store_true", help="measure datasets already in the results file again")
+    parser.add_argument("--modes", nargs="+", default=MODES, choices=MODES,
+                        help="with --rerun: measure only these again (e.g. hybrid after a fusion change)")
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print two labels side by side")
     parser.add_argument("--merge", nargs="+", metavar="LABEL", help="add these labels' results to --label's")
     args = parser.parse_args()
@@ -164,7 +168,7 @@ def main() -> None:
     for name in args.datasets:
         if name in results and not args.rerun:
             continue
-        results[name] = measure(name, cache, Config())
+        results[name] = measure(name, cache, Config(), args.modes, results.get(name))
         file.write_text(json.dumps(results, indent=2))
         memo.save()
         row = results[name]

@@ -22,7 +22,7 @@ DEFAULT_WEAK_COSINE = SearchConfig.model_fields["weak_cosine"].default
 #: scripts as noise, so BM25 (which reads each language) carries the ranking.
 FOREIGN_QUERY_ALPHA = 0.2
 #: Dense weight with the multilingual model, whatever the query's language.
-MULTILINGUAL_ALPHA = 0.5
+MULTILINGUAL_ALPHA = 0.7
 #: Dense weight with the multilingual model when the query's language is (almost) absent from the
 #: index: BM25 then matches little more than names and numbers.
 CROSS_LINGUAL_ALPHA = 0.9
