@@ -126,7 +126,7 @@ def table(results: dict[str, dict]) -> str:
     for name in DATASETS:
         if name in results:
             row = results[name]
-            scores = " | ".join(f"{row['nDCG@10'][mode]:.3f}" for mode in MODES)
+            scores = " | ".join(f"{row['nDCG@10'][mode]:.3f}" if mode in row["nDCG@10"] else "-" for mode in MODES)
             lines.append(f"| {name} | {row['embedder']} | {scores} |")
     return "\n".join(lines)
 
