@@ -74,9 +74,12 @@ class Parts:
 
     def use_embedder(self, settings: EmbedderConfig) -> None:
         """Embed with ``settings`` instead of the configured embedder: for a new index only, whose
-        first ingest chose the model (``ingest/languages.py``); the index records it."""
+        first ingest chose the model (``ingest/languages.py``); the index records it. An embedder
+        the caller passed in stands."""
         if self.store.embedder_info() is not None:
             raise RagloomError(f"the index at {self.path} already records its embedder")
+        if not self._owns_embedder:
+            return
         if self._embedder is not None and self._owns_embedder:
             self._embedder.close()
         self._embedder, self._owns_embedder = None, True

@@ -38,6 +38,7 @@ class Searcher:
         self._warned_read_only = False
         self._kinds: tuple[object, dict[str, frozenset[str]]] | None = None
         self._languages: tuple[object, dict[str, int]] | None = None
+        self._model_id: str | None = None
 
     def retrieve(
         self, query: str, k: int | None, where: Mapping[str, Any] | None, mode: str | None,
@@ -54,7 +55,7 @@ class Searcher:
         others = [c for c in parse_where(where) if c.key != "source"]
         sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
-        model_id = (store.embedder_info() or {}).get("model_id")
+        model_id = self.model_id()
         plan = with_language_fusion(plan, model_id, settings, self.languages())
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
@@ -87,6 +88,12 @@ class Searcher:
         # The sources only when a condition names one: listing those a key may see reads chunks.
         named = any(c.key == SOURCE_KEY for c in plan.conditions)
         return filter_warnings(plan.conditions, self._kinds[1], sources() if named else ())
+
+    def model_id(self) -> str | None:
+        """The embedder the index records (read once it is recorded: it never changes after)."""
+        if self._model_id is None:
+            self._model_id = (self.parts.store.embedder_info() or {}).get("model_id")
+        return self._model_id
 
     def languages(self) -> dict[str, int]:
         """Chunks per language (``lang``), read once per write; empty where the store cannot count them."""
