@@ -20,7 +20,7 @@ from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
 from .base import QueryPlan, SearchContext, SearchResult, mark_weak
 from .cache import QueryCache
-from .languages import weak_cosine, with_language_fusion
+from .languages import is_multilingual, weak_cosine, with_language_fusion
 from .pipeline import Pipeline, build_pipeline
 from .understand import plan_query
 
@@ -56,7 +56,8 @@ class Searcher:
         sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
         model_id = self.model_id()
-        plan = with_language_fusion(plan, model_id, settings, self.languages())
+        # The index's languages matter to the multilingual embedder only (cross-lingual queries).
+        plan = with_language_fusion(plan, model_id, settings, self.languages() if is_multilingual(model_id) else None)
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
