@@ -59,10 +59,7 @@ def _store(path: Path, vectors: np.ndarray, texts: list[str], per_source: int = 
 def _reference_lexical(store: EmbeddedStore, query: str, k: int, allowed: np.ndarray) -> list[tuple[str, float]]:
     """The filtered BM25 ranking by tantivy's term-set clause over the allowed rows."""
     index = store.lexical
-    terms = index.terms(query)
-    text_query = lexical_module.tantivy.Query.boolean_query(
-        [(lexical_module.tantivy.Occur.Should, lexical_module.tantivy.Query.term_query(index.schema, "text", t))
-         for t in terms])
+    text_query = index._query(index.terms(query), query)
     searcher = index.index.searcher()
     hits = lexical_module._top(searcher, lexical_module._restricted(index.schema, text_query, allowed), k)
     found = sorted(((searcher.doc(a)["id"][0], round(s, 4)) for s, a in hits), key=lambda x: (-x[1], x[0]))
@@ -118,9 +115,7 @@ def test_over_fetch_widens_until_nothing_unfetched_can_tie_the_kth(tmp_path, cor
         rng = np.random.default_rng(1)
         queries = ["w1 w2 w3 w4"] + [" ".join(rng.choice(WORDS[:30], size=2)) for _ in range(10)]
         for query in queries:
-            text_query = lexical_module.tantivy.Query.boolean_query(
-                [(lexical_module.tantivy.Occur.Should,
-                  lexical_module.tantivy.Query.term_query(index.schema, "text", t)) for t in index.terms(query)])
+            text_query = index._query(index.terms(query), query)
             for k in (1, 3, 10):
                 # start from a window of k + 1 hits, so that widening and the tie rule decide
                 hits = lexical_module._top_over_fetched(searcher, text_query, k, allowed, limit=k + 1)
