@@ -1,7 +1,7 @@
 """Each chunk's language, as ``lang`` metadata: detected (``ingest.language: auto``) or set.
 
 The language picks the chunk's BM25 analyser (``lang/analysis.py``); it is a metadata field
-like any other, so searches filter on it (``--filter lang=de``) and ``status`` counts it.
+like any other, so searches filter on it (``--where lang=de``) and ``status`` counts it.
 A ``lang`` the loader or the front matter gave is kept.
 """
 
