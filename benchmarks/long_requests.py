@@ -31,7 +31,7 @@ from ragloom.eval.beir import iter_jsonl, load_beir
 from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import RunSpec, evaluate_beir
 from ragloom.eval.scratch import default_cache_dir
-from ragloom.stores.embedded.lexical import MAX_QUERY_TERMS, LexicalIndex
+from ragloom.stores.embedded.lexical import LexicalIndex
 
 SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
 
@@ -86,8 +86,9 @@ def ragloom_lexical(folder: Path, cache: Path, k: int, split: str = "test") -> d
 
 def each_term_once():  # noqa: ANN201 - a patch of LexicalIndex.term_weights
     """ragloom's lexical search as it was: every distinct term of the query counted once."""
-    return mock.patch.object(LexicalIndex, "term_weights", lambda self, query: dict.fromkeys(
-        list(dict.fromkeys(self._analyzer.analyze(query)))[:MAX_QUERY_TERMS], 1))
+    original = LexicalIndex.term_weights
+    return mock.patch.object(LexicalIndex, "term_weights", lambda self, query: {
+        family: dict.fromkeys(counts, 1) for family, counts in original(self, query).items()})
 
 
 def table(title: str, rows: dict[str, dict[str, float]]) -> None:

@@ -172,6 +172,11 @@ class IngestConfig(Section):
     )
     ocr_languages: str = Field("eng", description="Tesseract languages, e.g. eng or eng+deu (installed tessdata)")
     ocr_dpi: int = Field(200, ge=72, le=600, description="resolution PDF pages are rendered at for OCR")
+    language: str = Field(
+        "auto", pattern=r"^(auto|und|[a-z]{2,3}(-[A-Za-z0-9]+)?)$",
+        description="each chunk's language (its lang metadata, which picks how BM25 reads it): auto = detected "
+        "per chunk, or an ISO 639-1 code for every chunk, e.g. de",
+    )
     enrich: EnrichConfig = Field(default_factory=EnrichConfig)
 
 

@@ -251,6 +251,7 @@ class Index:
             embedder=str(info.get("model_id", "(none yet)")), dimension=int(info.get("dimension", 0)),
             store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
             chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
+            languages=counts("lang") if callable(counts := getattr(self.store, "value_counts", None)) else {},
         )
 
     def display_paths(self) -> DisplayPaths:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Config, EmbedderConfig
-from .embed.base import Embedder, create_embedder
+from .embed.base import Embedder, create_embedder, is_default_embedder
 from .errors import IndexNotFoundError, ModelMismatchError, RagloomError
 from .stores.base import Store, create_store, exclusive_write_lock, store_exists
 from .stores.location import is_remote, locate, shown
@@ -32,6 +32,8 @@ class IndexParts(Protocol):
     def embedder(self) -> Embedder: ...
 
     def component(self, key: str, factory: Callable[[], Any]) -> Any: ...
+
+    def use_embedder(self, settings: EmbedderConfig) -> None: ...
 
 
 class Parts:
@@ -56,7 +58,7 @@ class Parts:
         """The embedder this index was built with (or, for a new index, the configured one)."""
         if self._embedder is None:
             recorded = self.store.embedder_info()
-            explicit = "embedder" in self.config.model_fields_set
+            explicit = "embedder" in self.config.model_fields_set and not is_default_embedder(self.config.embedder)
             if recorded and not explicit and recorded.get("config"):
                 settings = EmbedderConfig.model_validate(recorded["config"])
                 # Runtime knobs may differ from the recorded ones without changing the vectors.
@@ -70,6 +72,19 @@ class Parts:
                 check_same_embedder(recorded, embedder, self.path)
             self._embedder = embedder
         return self._embedder
+
+    def use_embedder(self, settings: EmbedderConfig) -> None:
+        """Embed with ``settings`` instead of the configured embedder: for a new index only, whose
+        first ingest chose the model (``ingest/languages.py``); the index records it. An embedder
+        the caller passed in stands."""
+        if self.store.embedder_info() is not None:
+            raise RagloomError(f"the index at {self.path} already records its embedder")
+        if not self._owns_embedder:
+            return
+        if self._embedder is not None and self._owns_embedder:
+            self._embedder.close()
+        self._embedder, self._owns_embedder = None, True
+        self.config = self.config.model_copy(update={"embedder": settings})
 
     def component(self, key: str, factory: Callable[[], Any]) -> Any:
         """A shared model or client, built by ``factory`` the first time ``key`` is asked for."""

@@ -260,6 +260,8 @@ class IndexStats:
     store: str
     disk_bytes: int
     chunking_policy: str = ""
+    #: Chunks per language (their ``lang``), most first; empty where the store cannot count them.
+    languages: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ def status_command(
     table.add_row("sources", str(stats.sources))
     table.add_row("chunks", str(stats.chunks))
     table.add_row("embedder", f"{stats.embedder} ({stats.dimension}-d)")
+    if stats.languages:
+        table.add_row("languages", ", ".join(f"{code} {n}" for code, n in stats.languages.items()))
     table.add_row("store", stats.store)
     table.add_row("chunking", stats.chunking_policy or "-")
     table.add_row("size on disk", _size(stats.disk_bytes))

@@ -146,6 +146,12 @@ def folder_model_name(folder: Path) -> str:
     return folder.name
 
 
+def is_default_embedder(settings: EmbedderConfig) -> bool:
+    """Whether the embedder is left to ragloom (the packaged default, no model named): an index
+    then embeds with what it recorded, and a new one chooses by its documents' language."""
+    return settings.provider == "onnx" and settings.model is None
+
+
 def create_embedder(config: EmbedderConfig) -> Embedder:
     cls = registry.resolve("embedder", config.provider)
     return cls.from_config(config)

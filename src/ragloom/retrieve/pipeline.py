@@ -120,10 +120,12 @@ class Pipeline:
         for stage in self.stages:
             began = time.perf_counter()
             n_in = len(hits)
+            # A step may say why it did what it did (``note(plan, hits)``, e.g. a model it skipped).
+            note = stage.note(plan, hits) if callable(getattr(stage, "note", None)) else ""
             with span(f"ragloom.stage.{stage.name}", **{"ragloom.n_in": n_in}) as current:
                 hits = renumber(stage.process(plan, hits, context))
                 set_attributes(current, **{"ragloom.n_out": len(hits)})
-            trace.append(_step(stage.name, began, n_in, hits))
+            trace.append(replace(_step(stage.name, began, n_in, hits), note=note))
         if plan.min_score is not None:
             hits = [hit for hit in hits if hit.score >= plan.min_score]
         if not hits and fallback is not None and fallback.name != self.retriever.name:

@@ -20,6 +20,7 @@ from ..stores.base import AuditEntry, sources_matching
 from ..tracing import set_attributes, span
 from .base import QueryPlan, SearchContext, SearchResult, mark_weak
 from .cache import QueryCache
+from .languages import is_multilingual, weak_cosine, with_language_fusion
 from .pipeline import Pipeline, build_pipeline
 from .understand import plan_query
 
@@ -36,6 +37,8 @@ class Searcher:
         self._cache = QueryCache(parts.config.search.cache)
         self._warned_read_only = False
         self._kinds: tuple[object, dict[str, frozenset[str]]] | None = None
+        self._languages: tuple[object, dict[str, int]] | None = None
+        self._model_id: str | None = None
 
     def retrieve(
         self, query: str, k: int | None, where: Mapping[str, Any] | None, mode: str | None,
@@ -52,6 +55,9 @@ class Searcher:
         others = [c for c in parse_where(where) if c.key != "source"]
         sources = functools.cache(lambda: [r.path for r in sources_matching(store, others)])  # listed once, if at all
         plan = plan_query(query, self.clamp_k(k, stacklevel + 1), where, min_score, pipeline.name, settings, sources)
+        model_id = self.model_id()
+        # The index's languages matter to the multilingual embedder only (cross-lingual queries).
+        plan = with_language_fusion(plan, model_id, settings, self.languages() if is_multilingual(model_id) else None)
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
@@ -64,7 +70,7 @@ class Searcher:
                 result = SearchResult([], plan)
             else:
                 result = self._cached_run(pipeline, plan)
-                result.hits = mark_weak(result.hits, settings.weak_cosine,
+                result.hits = mark_weak(result.hits, weak_cosine(model_id, settings),
                                         self.parts.config.answer.unanswerable_below)
             set_attributes(current, **{"ragloom.hits": len(result.hits)})
         result.elapsed_ms = (time.perf_counter() - started) * 1000
@@ -83,6 +89,23 @@ class Searcher:
         # The sources only when a condition names one: listing those a key may see reads chunks.
         named = any(c.key == SOURCE_KEY for c in plan.conditions)
         return filter_warnings(plan.conditions, self._kinds[1], sources() if named else ())
+
+    def model_id(self) -> str | None:
+        """The embedder the index records (read once it is recorded: it never changes after)."""
+        if self._model_id is None:
+            self._model_id = (self.parts.store.embedder_info() or {}).get("model_id")
+        return self._model_id
+
+    def languages(self) -> dict[str, int]:
+        """Chunks per language (``lang``), read once per write; empty where the store cannot count them."""
+        store = self.parts.store
+        counts = getattr(store, "value_counts", None)
+        if not callable(counts):
+            return {}
+        key = (store.generation(), store.count())
+        if self._languages is None or self._languages[0] != key:
+            self._languages = (key, counts("lang"))
+        return self._languages[1]
 
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:
         settings = self.parts.config.search

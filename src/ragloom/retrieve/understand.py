@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config import MatchRule, OperatorRule, SearchConfig, UnderstandConfig
 from ..errors import QueryTooLongError
+from ..lang import UNDETERMINED, detect_language
 from ..filters import Condition, names_source, parse_where, resolve_sources
 from .base import QueryPlan
 from .identifiers import query_identifiers
@@ -71,6 +72,11 @@ def understand(
     if settings.identifiers and (exact := query_identifiers(text)):
         result.hints["identifiers"] = exact
         result.notes.append(f"identifiers {', '.join(exact)} -> the chunks holding them rank first")
+    language = detect_language(text)[0]
+    if language != UNDETERMINED:
+        result.hints["lang"] = language
+        if language != "en":
+            result.notes.append(f"query language: {language}")
     if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
         result.hints["alpha"] = settings.identifier_alpha
         result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")

@@ -1,4 +1,6 @@
-"""Which words of a passage match a query, as BM25 saw them (stemmed, stop words dropped)."""
+"""Which words of a passage match a query, as BM25 saw them (stemmed, stop words dropped), in the
+query's language: its words are read by English's analyser and by its own language's, and in
+Chinese, Japanese or Thai text the matching character pairs are marked."""
 
 from __future__ import annotations
 
@@ -6,37 +8,75 @@ import re
 import threading
 from functools import lru_cache
 
-from ..stores.embedded.lexical import english_analyzer
+from ..lang import detect_language
+from ..lang.analysis import BIGRAM_SCRIPTS, DEFAULT_FAMILY, Analyzers, family_of
 
 # Words as tantivy's simple tokenizer cuts them: runs of letters and digits (not "_").
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _local = threading.local()
 
 
-def _terms(text: str) -> tuple[str, ...]:
-    # A tantivy analyzer is not shared across threads: one per thread.
-    analyzer = getattr(_local, "analyzer", None)
-    if analyzer is None:
-        analyzer = _local.analyzer = english_analyzer()
-    return tuple(analyzer.analyze(text))
+class QueryTerms(frozenset):
+    """A query's BM25 terms, and the analyser families that read it."""
+
+    families: tuple[str, ...] = (DEFAULT_FAMILY,)
+
+    def __new__(cls, terms: set[str], families: tuple[str, ...]) -> QueryTerms:
+        made = super().__new__(cls, terms)
+        made.families = families
+        return made
+
+
+def _terms(family: str, text: str) -> tuple[str, ...]:
+    # A tantivy analyzer is not shared across threads: one set per thread.
+    analyzers = getattr(_local, "analyzers", None)
+    if analyzers is None:
+        analyzers = _local.analyzers = Analyzers()
+    return tuple(analyzers.terms(family, text))
 
 
 @lru_cache(maxsize=50_000)
-def _word_terms(word: str) -> tuple[str, ...]:
-    return _terms(word)
+def _word_terms(family: str, word: str) -> tuple[str, ...]:
+    return _terms(family, word)
 
 
-def query_terms(query: str) -> frozenset[str]:
-    """The query's BM25 terms (lower-cased, stemmed, without English stop words)."""
-    return frozenset(_terms(query))
+def query_terms(query: str) -> QueryTerms:
+    """The query's BM25 terms (lower-cased, stemmed, without stop words), as English and the
+    query's own language read them."""
+    families = tuple(dict.fromkeys([DEFAULT_FAMILY, family_of(detect_language(query)[0]).name]))
+    return QueryTerms({term for family in families for term in _terms(family, query)}, families)
 
 
 def matched_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
-    """(start, end) character spans of the words of ``text`` whose term is in ``terms``."""
+    """(start, end) character spans of the words of ``text`` whose term is in ``terms`` (and, for a
+    query in a language without spaces, of the character pairs among them)."""
     if not terms:
         return []
-    return [
+    families = getattr(terms, "families", (DEFAULT_FAMILY,))
+    worded = [family for family in families if family not in BIGRAM_SCRIPTS]
+    spans = [
         (match.start(), match.end())
         for match in _WORD.finditer(text)
-        if any(term in terms for term in _word_terms(match.group().lower()))
+        if any(term in terms for family in worded for term in _word_terms(family, match.group().lower()))
     ]
+    for family in families:
+        if family in BIGRAM_SCRIPTS:
+            spans += _bigram_spans(text, terms, family)
+    return _merged(spans) if len(families) > len(worded) else spans
+
+
+def _bigram_spans(text: str, terms: frozenset[str], family: str) -> list[tuple[int, int]]:
+    spans = []
+    for run in re.finditer(f"[{BIGRAM_SCRIPTS[family]}]+", text):
+        spans += [(i, i + 2) for i in range(run.start(), run.end() - 1) if text[i : i + 2] in terms]
+    return spans
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out

@@ -12,6 +12,7 @@ the reranked hits by the model alone, the rest after them in their incoming orde
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Literal
@@ -19,6 +20,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...lang import UNDETERMINED
 from ...types import PROBABILITY, Hit
 from ..base import Configured, QueryPlan, SearchContext, with_score
 from ..fusion import min_max
@@ -55,8 +57,15 @@ class RerankStage(Configured[RerankOptions]):
     def wants(self, k: int) -> int:
         return max(k, self.options.top_n)
 
+    def note(self, plan: QueryPlan, hits: list[Hit]) -> str:
+        """Why the cross-encoder is skipped for this query, or ""."""
+        if self.options.provider != "local" or self.options.model is not None:
+            return ""
+        language = foreign_language(plan, hits[: self.options.top_n])
+        return f"skipped: the packaged cross-encoder reads English only, and this is {language}" if language else ""
+
     def process(self, plan: QueryPlan, hits: list[Hit], context: SearchContext) -> list[Hit]:
-        if not hits:
+        if not hits or self.note(plan, hits):
             return hits
         top = hits[: self.options.top_n]
         model = context.component(self._key(), self._load)
@@ -86,6 +95,18 @@ class RerankStage(Configured[RerankOptions]):
 
         return CrossEncoder(o.model, threads=o.threads, sessions=o.sessions, batch_size=o.batch_size,
                             max_length=o.max_tokens)
+
+
+def foreign_language(plan: QueryPlan, hits: Sequence[Hit]) -> str | None:
+    """The language of the query, or else of most passages, when it is not English; else None."""
+    query = plan.hint("lang")
+    if query not in (None, "en", UNDETERMINED):
+        return f"a {query} query"
+    languages = Counter(str(hit.metadata.get("lang", UNDETERMINED)) for hit in hits)
+    known = {code: n for code, n in languages.items() if code != UNDETERMINED}
+    if known and sum(n for code, n in known.items() if code != "en") > len(hits) / 2:
+        return f"mostly {max(known, key=lambda code: known[code])} passages"
+    return None
 
 
 def rerank_scores(hits: Sequence[Hit], model_scores: np.ndarray, mode: str, weight: float) -> list[Hit]:

@@ -1,8 +1,11 @@
 """BM25 over chunk texts with tantivy.
 
-English analysis: simple tokenizer, lower-casing, English stop words, Porter-style
-stemming. The index is a derived cache of SQLite, stamped with the generation it has
-caught up with; a stale or damaged index is rebuilt from SQLite.
+Each chunk is read by its language's analyser, in that analyser family's own field
+(``lang/analysis.py``: English as always, stemmers and stop words for 18 languages, character
+bigrams for Chinese, Japanese and Thai, Unicode-aware tokens for the rest); a query is read by
+every family the index holds. The index is a derived cache of SQLite, stamped with the
+generation it has caught up with (and the families it holds); a stale or damaged index is
+rebuilt from SQLite.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import shutil
 import stat
 import tempfile
 import weakref
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -21,28 +23,22 @@ import numpy as np
 import tantivy
 
 from ...errors import DiskFullError
+from ...lang import detect_language
+from .identifiers import camel_parts, identifiers
+from ...lang.analysis import FAMILIES, Analyzers, english_analyzer, family_of, prepare
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
-from .identifiers import camel_parts, identifiers
 
-ANALYZER = "ragloom_en"
-#: The most distinct terms of one query that BM25 scores: a 16,000-character request has about a
-#: thousand; past that, the rest of a pasted text adds cost, not ranking.
+__all__ = ["LexicalIndex", "english_analyzer"]
+
+#: The most distinct terms of one query that BM25 scores (per analyser family): a 16,000-character
+#: request has about a thousand; past that, the rest of a pasted text adds cost, not ranking.
 MAX_QUERY_TERMS = 1024
+#: In an index of several languages, how much more a query's terms count in its own language's field.
+QUERY_LANGUAGE_BOOST = 1.0
 #: Files tantivy writes readable by their owner only; other users who may read the index need them.
 _PRIVATE_FILES = ("meta.json", ".managed.json")
-
-
-def english_analyzer() -> tantivy.TextAnalyzer:
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
 
 
 def _schema() -> tantivy.Schema:
@@ -50,19 +46,22 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("row", stored=False, indexed=True, fast=True)
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("source", stored=False, tokenizer_name="raw")
-    builder.add_text_field("text", stored=False, tokenizer_name=ANALYZER, index_option="freq")
+    for family in FAMILIES.values():
+        builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
     builder.add_text_field(IDENTIFIER_FIELD, stored=False, tokenizer_name="raw", index_option="freq")
     return builder.build()
 
 
-def _document(row: int, chunk: Chunk) -> tantivy.Document:
+def _document(row: int, chunk: Chunk) -> tuple[tantivy.Document, str]:
+    """The chunk as a tantivy document, its text in its language family's field; and that family."""
+    family = family_of(chunk.metadata.get("lang"))
     document = tantivy.Document()
     document.add_unsigned("row", int(row))
     document.add_text("id", chunk.id)
     document.add_text("source", chunk.source)
-    document.add_text("text", chunk.text)
+    document.add_text(family.field, prepare(family.name, chunk.text))
     add_identifiers(document, chunk.text)
-    return document
+    return document, family.name
 
 
 #: The field holding each chunk's identifiers whole (``identifiers.py``).
@@ -118,12 +117,15 @@ class LexicalIndex:
         #: Built in memory (a read-only index whose files are missing or damaged): never saved.
         self.in_memory = False
         self._memory_generation = -1
-        self._analyzer = english_analyzer()
+        self._analyzers = Analyzers()
+        #: The analyser families whose fields hold text (a query is read by each of them).
+        self.families: set[str] = set()
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         #: Where the files were copied to be read without a lock (``_open_unlocked``), if they were.
         self._copy: Path | None = None
         self.index = self._open()
+        self.generation()  # reads the families the index holds
 
     def _open(self) -> tantivy.Index:
         schema = _schema()
@@ -137,7 +139,7 @@ class LexicalIndex:
                 if (self.folder / "meta.json").exists():
                     warn_rebuilding(f"the BM25 index at {self.folder}", exc)
                 return self._in_memory()
-            index.register_tokenizer(ANALYZER, self._analyzer)
+            self._analyzers.register(index)
             return index
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
@@ -149,7 +151,7 @@ class LexicalIndex:
             warn_rebuilding(f"the BM25 index at {self.folder}", exc)
             self._clear_folder()
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
-        index.register_tokenizer(ANALYZER, self._analyzer)
+        self._analyzers.register(index)
         return index
 
     def _open_unlocked(self) -> tantivy.Index:
@@ -173,7 +175,7 @@ class LexicalIndex:
         self.in_memory = True
         self._memory_generation = -1
         index = tantivy.Index(self.schema)
-        index.register_tokenizer(ANALYZER, self._analyzer)
+        self._analyzers.register(index)
         return index
 
     def _clear_folder(self) -> None:
@@ -190,23 +192,27 @@ class LexicalIndex:
         self.in_memory = False
         self._clear_folder()
         self.index = tantivy.Index(self.schema, path=str(self.folder), reuse=False)
-        self.index.register_tokenizer(ANALYZER, self._analyzer)
+        self._analyzers.register(self.index)
 
     # -- generation stamp -------------------------------------------------------------------
     def generation(self) -> int:
         if self.in_memory:
             return self._memory_generation
         try:
-            return int(json.loads((self.folder / "ragloom-state.json").read_text())["generation"])
-        except (OSError, ValueError, KeyError):
+            state = json.loads((self.folder / "ragloom-state.json").read_text())
+            generation = int(state["generation"])
+        except (OSError, ValueError, KeyError, TypeError):
             return -1
+        # An index stamped before families were recorded holds English text only.
+        self.families |= set(state.get("families", ["en"])) & set(FAMILIES)
+        return generation
 
     def _stamp(self, generation: int) -> None:
         if self.in_memory:
             self._memory_generation = generation
             return
         tmp = self.folder / "ragloom-state.tmp"
-        tmp.write_text(json.dumps({"generation": generation}))
+        tmp.write_text(json.dumps({"generation": generation, "families": sorted(self.families)}))
         os.replace(tmp, self.folder / "ragloom-state.json")
         _share_like(self.folder / "ragloom-state.json", [self.folder / name for name in _PRIVATE_FILES])
 
@@ -219,9 +225,7 @@ class LexicalIndex:
     def replace_source(self, source: str, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
         writer = self._w()
         writer.delete_documents_by_term("source", source)
-        for row, chunk in rows_and_chunks:
-            writer.add_document(_document(row, chunk))
-        self._dirty = True
+        self._add(writer, rows_and_chunks)
 
     def delete_source(self, source: str) -> None:
         self._w().delete_documents_by_term("source", source)
@@ -230,10 +234,16 @@ class LexicalIndex:
     def rebuild(self, rows_and_chunks: Iterable[tuple[int, Chunk]], generation: int) -> None:
         writer = self._w()
         writer.delete_all_documents()
-        for row, chunk in rows_and_chunks:
-            writer.add_document(_document(row, chunk))
-        self._dirty = True
+        self.families = set()
+        self._add(writer, rows_and_chunks)
         self.commit(generation)
+
+    def _add(self, writer: tantivy.IndexWriter, rows_and_chunks: Iterable[tuple[int, Chunk]]) -> None:
+        for row, chunk in rows_and_chunks:
+            document, family = _document(row, chunk)
+            writer.add_document(document)
+            self.families.add(family)
+        self._dirty = True
 
     def commit(self, generation: int) -> None:
         """Make writes visible and record that the index has caught up with ``generation``."""
@@ -256,28 +266,39 @@ class LexicalIndex:
             self._writer = None
 
     # -- searching ---------------------------------------------------------------------------
-    def terms(self, query: str) -> list[str]:
-        """The query's distinct terms, in order, at most ``MAX_QUERY_TERMS`` (a pasted page stays cheap)."""
-        return list(self.term_weights(query))
+    def terms(self, query: str) -> dict[str, list[str]]:
+        """The query's distinct terms as each family the index holds reads it (English alone when
+        empty), at most ``MAX_QUERY_TERMS`` each (a pasted page stays cheap)."""
+        return {family: list(weights) for family, weights in self.term_weights(query).items()}
 
-    def term_weights(self, query: str) -> dict[str, int]:
-        """Each distinct term of the query (as ``terms``) with how often the query says it: a
-        term said twice counts twice, as in BM25's sum over the query's words (Lucene, bm25s)."""
-        counts = Counter(self._analyzer.analyze(query))
-        return {term: counts[term] for term in list(counts)[:MAX_QUERY_TERMS]}
+    def term_weights(self, query: str) -> dict[str, dict[str, int]]:
+        """Per family, each distinct term (as ``terms``) with how often the query says it: a term
+        said twice counts twice, as in BM25's sum over the query's words (Lucene, bm25s)."""
+        families = sorted(self.families) or ["en"]
+        found = {family: self._analyzers.term_counts(family, query) for family in families}
+        return {family: dict(list(counts.items())[:MAX_QUERY_TERMS]) for family, counts in found.items() if counts}
 
     def query_of(self, query: str) -> tantivy.Query:
-        """The BM25 query of ``query``'s words, each weighted by how often it is said, and of its
-        identifiers (``identifier_clauses``)."""
+        """One clause per (family, term), weighted by how often the query says the term; in an
+        index of several families, those of the query's own language weigh ``QUERY_LANGUAGE_BOOST``
+        times more; and the clauses of the query's identifiers (``identifier_clauses``)."""
+        weights = self.term_weights(query)
+        own = family_of(detect_language(query)[0]).name if len(weights) > 1 and QUERY_LANGUAGE_BOOST != 1.0 else None
+
+        def clause(family: str, term: str, count: int) -> tantivy.Query:
+            found = tantivy.Query.term_query(self.schema, FAMILIES[family].field, term)
+            boost = count * (QUERY_LANGUAGE_BOOST if family == own else 1.0)
+            return found if boost == 1.0 else tantivy.Query.boost_query(found, float(boost))
+
         return tantivy.Query.boolean_query(
-            [(tantivy.Occur.Should, _weighted(tantivy.Query.term_query(self.schema, "text", t), w))
-             for t, w in self.term_weights(query).items()]
-            + identifier_clauses(self.schema, query, self._analyzer)
-        )
+            [(tantivy.Occur.Should, clause(family, term, count))
+             for family, counts in weights.items() for term, count in counts.items()]
+            + identifier_clauses(self.schema, query, self._analyzers.english))
 
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
-        if not self.terms(query) or k <= 0:
+        terms = self.terms(query)
+        if not terms or k <= 0:
             return []
         text_query = self.query_of(query)
         searcher = self.index.searcher()
@@ -300,10 +321,6 @@ class LexicalIndex:
 # allowed rows costs ~9 ms. Fetching more than this many hits costs more than the clause does
 # (a filter keeping ~1% of the rows), so such selective filters go to the clause instead.
 OVER_FETCH_LIMIT = 10_000
-
-
-def _weighted(query: tantivy.Query, weight: int) -> tantivy.Query:
-    return query if weight == 1 else tantivy.Query.boost_query(query, float(weight))
 
 
 def _top(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> list[tuple[float, tantivy.DocAddress]]:

@@ -252,6 +252,13 @@ class EmbeddedStore(CatalogBacked, Store):
     def metadata_kinds(self) -> dict[str, frozenset[str]]:
         return self.columns.kinds()
 
+    def value_counts(self, key: str) -> dict[str, int]:
+        """How many chunks hold each value of the text field ``key`` (``status`` counts ``lang``)."""
+        rows = self.catalog.db.execute(
+            "SELECT json_extract(metadata, '$.\"' || ? || '\"') AS value, count(*) FROM chunks"
+            " WHERE value IS NOT NULL GROUP BY value ORDER BY 2 DESC, 1", (key,))
+        return {str(value): int(n) for value, n in rows}
+
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
         return self._dense(vector, k, self._allowed_rows(conditions))
