@@ -7,8 +7,14 @@ raised with k), its candidates re-sorted by the same rule. A filtered HNSW searc
 returns fewer than asked (pgvector 0.6 filters after the graph walk) falls back to exact.
 
 Lexical: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), as
-tantivy and Lucene score) from the ``postings`` table and the statistics in ``meta``, in
-one SQL statement; filters restrict which chunks are ranked, never their scores.
+tantivy and Lucene score) from the ``postings`` and ``terms`` tables and the statistics in
+``meta``, in one SQL statement. A common term is in most chunks, and summing all its postings
+made a query cost a scan of the index: instead each query term contributes its ``depth`` best
+postings by impact (its BM25 term weight, an index order), and those candidate chunks are then
+scored exactly on every query term. A chunk outside every term's best postings is not ranked,
+so results are exact whenever each term's list is read whole (``df <= depth``), and otherwise
+miss only chunks whose best term was not among the ``depth`` best. Filters restrict which
+postings are read (so ``depth`` matching chunks per term), never the scores.
 """
 
 from __future__ import annotations
@@ -24,17 +30,23 @@ from . import where
 
 K1, B = 1.2, 0.75
 
+#: Postings read per query term, at least (``4 k`` when more).
+DEPTH = 1000
+
 _BM25 = """
 WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                  (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
-w AS (SELECT p.lexeme, ln(1 + (stats.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-      FROM postings p JOIN q USING (lexeme) CROSS JOIN stats GROUP BY p.lexeme, stats.n)
-SELECT c.id, sum(w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * c.doc_len
-           / greatest(stats.total / greatest(stats.n, 1), 1e-9))) ORDER BY p.lexeme) AS score
-FROM w JOIN postings p USING (lexeme) JOIN chunks c ON c.rid = p.rid CROSS JOIN stats
-WHERE {where}
-GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s
+w AS MATERIALIZED (SELECT t.lexeme, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+                          greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
+                   FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
+cand AS MATERIALIZED (SELECT DISTINCT x.rid FROM w CROSS JOIN LATERAL (
+    SELECT p.rid FROM postings p {join} WHERE p.lexeme = w.lexeme AND {where}
+    ORDER BY p.impact DESC LIMIT %(depth)s) x),
+s AS (SELECT p.rid, sum(w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / w.avg))
+                        ORDER BY p.lexeme) AS score
+      FROM cand CROSS JOIN w JOIN postings p ON p.rid = cand.rid AND p.lexeme = w.lexeme GROUP BY p.rid)
+SELECT c.id, s.score FROM s JOIN chunks c USING (rid) ORDER BY s.score DESC, c.id LIMIT %(k)s
 """
 
 
@@ -42,9 +54,10 @@ def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition]
     if k <= 0 or not query.strip():
         return []
     sql, params = where.clause(conditions)
-    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k}
+    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(DEPTH, 4 * k)}
     named.update({f"w{i}": value for i, value in enumerate(params)})
-    rows = connection.execute(_BM25.format(where=_named(sql, len(params))), named).fetchall()
+    join = "JOIN chunks c ON c.rid = p.rid" if conditions else ""
+    rows = connection.execute(_BM25.format(where=_named(sql, len(params)), join=join), named).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows]
 
 
@@ -71,8 +84,8 @@ def dense(connection: Any, vector: np.ndarray, k: int, conditions: Sequence[Cond
         if found is not None:
             return found
     rows_found = connection.execute(
-        f"SELECT c.id, 1 - (c.embedding <=> %s) FROM chunks c WHERE {sql} AND c.embedding IS NOT NULL"
-        " ORDER BY c.embedding <=> %s, c.id LIMIT %s",
+        f"SELECT c.id, 1 - (v.embedding <=> %s) FROM vectors v JOIN chunks c USING (rid) WHERE {sql}"
+        " ORDER BY v.embedding <=> %s, c.id LIMIT %s",
         [query, *params, query, k],
     ).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows_found]
@@ -84,7 +97,8 @@ def _approximate(connection: Any, query: np.ndarray, k: int, sql: str, params: l
     with connection.transaction():
         connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(ef_search, 2 * fetch))),))
         rows = connection.execute(
-            f"SELECT c.id, 1 - (c.embedding <=> %s) FROM chunks c WHERE {sql} ORDER BY c.embedding <=> %s LIMIT %s",
+            f"SELECT c.id, 1 - (v.embedding <=> %s) FROM vectors v JOIN chunks c USING (rid) WHERE {sql}"
+            " ORDER BY v.embedding <=> %s LIMIT %s",
             [query, *params, query, fetch],
         ).fetchall()
     if len(rows) < min(fetch, k) or (len(rows) < fetch and sql != "TRUE"):
@@ -95,7 +109,7 @@ def _approximate(connection: Any, query: np.ndarray, k: int, sql: str, params: l
 def scores(connection: Any, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
     rows = connection.execute(
-        "SELECT id, 1 - (embedding <=> %s) FROM chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
+        "SELECT c.id, 1 - (v.embedding <=> %s) FROM chunks c JOIN vectors v USING (rid) WHERE c.id = ANY(%s)",
         (query, list(dict.fromkeys(chunk_ids))),
     ).fetchall()
     return {cid: float(score) for cid, score in rows}
@@ -103,22 +117,22 @@ def scores(connection: Any, vector: np.ndarray, chunk_ids: Sequence[str]) -> dic
 
 def has_hnsw(connection: Any) -> bool:
     return connection.execute(
-        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'chunks_embedding'"
+        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'vectors_embedding'"
     ).fetchone() is not None
 
 
 def set_dimension(connection: Any, dimension: int) -> None:
     """Give the (still empty) vector column its dimension, which an HNSW index needs."""
-    connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+    connection.execute(f"ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({int(dimension)})")
 
 
 def build_hnsw(connection: Any, dimension: int, m: int, ef_construction: int) -> None:
     """Give the vector column its dimension and build the HNSW index (cosine)."""
     typmod = connection.execute(
-        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()[0]
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'vectors'::regclass AND attname = 'embedding'").fetchone()[0]
     if typmod != int(dimension):  # set when the embedder was recorded, unless the index predates that
-        connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
+        set_dimension(connection, dimension)
     connection.execute(
-        f"CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)"
+        f"CREATE INDEX IF NOT EXISTS vectors_embedding ON vectors USING hnsw (embedding vector_cosine_ops)"
         f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
     )
