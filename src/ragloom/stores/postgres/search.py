@@ -2,9 +2,10 @@
 
 Dense: cosine distance (pgvector ``<=>``). Up to ``exact_rows`` candidate chunks (all of
 them, or those a filter leaves) are ranked exactly, ordered by (distance, chunk id), which
-is the store interface's tie rule; above that the HNSW index answers (``hnsw.ef_search``
-raised with k), its candidates re-sorted by the same rule. A filtered HNSW search that
-returns fewer than asked (pgvector 0.6 filters after the graph walk) falls back to exact.
+is the store interface's tie rule; above that the approximate index answers (``ann``: IVFFlat
+or HNSW, with its search breadth set for the query), its candidates re-sorted by the same
+rule. A filtered approximate search that returns fewer than asked (pgvector 0.6 filters after
+the index scan) falls back to exact.
 
 Lexical: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), as
 tantivy and Lucene score) from the ``postings`` and ``terms`` tables and the statistics in
@@ -19,7 +20,7 @@ postings are read (so ``depth`` matching chunks per term), never the scores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,18 +70,19 @@ def _named(sql: str, n: int) -> str:
 
 
 def dense(connection: Any, vector: np.ndarray, k: int, conditions: Sequence[Condition], rows: int,
-          exact_rows: int, ef_search: int, has_hnsw: bool) -> list[Candidate]:
-    """Top ``k`` by cosine among chunks matching ``conditions``; ``rows``: how many chunks there are."""
+          exact_rows: int, breadth: Callable[[int], tuple[str, str]] | None) -> list[Candidate]:
+    """Top ``k`` by cosine among chunks matching ``conditions``; ``rows``: how many chunks there are;
+    ``breadth``: the setting for an approximate search of n results (None: no approximate index)."""
     if k <= 0 or rows == 0:
         return []
     sql, params = where.clause(conditions)
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    approximate = has_hnsw and rows > exact_rows
+    approximate = breadth is not None and rows > exact_rows
     if approximate and conditions:
         allowed = connection.execute(f"SELECT count(*) FROM chunks c WHERE {sql}", params).fetchone()[0]
         approximate = allowed > exact_rows
-    if approximate:
-        found = _approximate(connection, query, k, sql, params, ef_search)
+    if approximate and breadth is not None:
+        found = _approximate(connection, query, k, sql, params, breadth)
         if found is not None:
             return found
     rows_found = connection.execute(
@@ -92,17 +94,17 @@ def dense(connection: Any, vector: np.ndarray, k: int, conditions: Sequence[Cond
 
 
 def _approximate(connection: Any, query: np.ndarray, k: int, sql: str, params: list[Any],
-                 ef_search: int) -> list[Candidate] | None:
+                 breadth: Callable[[int], tuple[str, str]]) -> list[Candidate] | None:
     fetch = k + 16
     with connection.transaction():
-        connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(ef_search, 2 * fetch))),))
+        connection.execute("SELECT set_config(%s, %s, true)", breadth(fetch))
         rows = connection.execute(
             f"SELECT c.id, 1 - (v.embedding <=> %s) FROM vectors v JOIN chunks c USING (rid) WHERE {sql}"
             " ORDER BY v.embedding <=> %s LIMIT %s",
             [query, *params, query, fetch],
         ).fetchall()
     if len(rows) < min(fetch, k) or (len(rows) < fetch and sql != "TRUE"):
-        return None  # the graph walk ran out of matching chunks: search them exactly
+        return None  # the index scan ran out of matching chunks: search them exactly
     return rank_candidates([Candidate(cid, float(score)) for cid, score in rows], k)
 
 
@@ -113,26 +115,3 @@ def scores(connection: Any, vector: np.ndarray, chunk_ids: Sequence[str]) -> dic
         (query, list(dict.fromkeys(chunk_ids))),
     ).fetchall()
     return {cid: float(score) for cid, score in rows}
-
-
-def has_hnsw(connection: Any) -> bool:
-    return connection.execute(
-        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'vectors_embedding'"
-    ).fetchone() is not None
-
-
-def set_dimension(connection: Any, dimension: int) -> None:
-    """Give the (still empty) vector column its dimension, which an HNSW index needs."""
-    connection.execute(f"ALTER TABLE vectors ALTER COLUMN embedding TYPE vector({int(dimension)})")
-
-
-def build_hnsw(connection: Any, dimension: int, m: int, ef_construction: int) -> None:
-    """Give the vector column its dimension and build the HNSW index (cosine)."""
-    typmod = connection.execute(
-        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'vectors'::regclass AND attname = 'embedding'").fetchone()[0]
-    if typmod != int(dimension):  # set when the embedder was recorded, unless the index predates that
-        set_dimension(connection, dimension)
-    connection.execute(
-        f"CREATE INDEX IF NOT EXISTS vectors_embedding ON vectors USING hnsw (embedding vector_cosine_ops)"
-        f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
-    )
