@@ -1,11 +1,11 @@
 """Dense and BM25 search in PostgreSQL.
 
-Dense: cosine distance (pgvector ``<=>``). Up to ``exact_rows`` candidate chunks (all of
-them, or those a filter leaves) are ranked exactly, ordered by (distance, chunk id), which
-is the store interface's tie rule; above that the approximate index answers (``ann``: IVFFlat
-or HNSW, with its search breadth set for the query), its candidates re-sorted by the same
-rule. A filtered approximate search that returns fewer than asked (pgvector 0.6 filters after
-the index scan) falls back to exact.
+Dense: cosine distance (pgvector ``<=>``). An index of up to ``exact_rows`` chunks is ranked
+exactly, ordered by (distance, chunk id), which is the store interface's tie rule; above that
+the approximate index answers (``ann``: IVFFlat or HNSW, with its search breadth set for the
+query), its candidates re-sorted by the same rule. A filter is applied to the rows the index
+scan yields (pgvector 0.6 has no filtered scan); when too few of them pass, the search is
+exact over the chunks the filter leaves (found through the GIN index on the metadata).
 
 Lexical: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), as
 tantivy and Lucene score) from the ``postings`` and ``terms`` tables and the statistics in
@@ -41,8 +41,8 @@ stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs
 w AS MATERIALIZED (SELECT t.lexeme, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
                           greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
                    FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
-cand AS MATERIALIZED (SELECT DISTINCT x.rid FROM w CROSS JOIN LATERAL (
-    SELECT p.rid FROM postings p {join} WHERE p.lexeme = w.lexeme AND {where}
+{allowed}cand AS MATERIALIZED (SELECT DISTINCT x.rid FROM w CROSS JOIN LATERAL (
+    SELECT p.rid FROM postings p WHERE p.lexeme = w.lexeme {where}
     ORDER BY p.impact DESC LIMIT %(depth)s) x),
 s AS (SELECT p.rid, sum(w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / w.avg))
                         ORDER BY p.lexeme) AS score
@@ -57,8 +57,11 @@ def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition]
     sql, params = where.clause(conditions)
     named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(DEPTH, 4 * k)}
     named.update({f"w{i}": value for i, value in enumerate(params)})
-    join = "JOIN chunks c ON c.rid = p.rid" if conditions else ""
-    rows = connection.execute(_BM25.format(where=_named(sql, len(params)), join=join), named).fetchall()
+    allowed, test = "", ""
+    if conditions:  # the chunks passing the filter, once (GIN index), then a hash probe a posting
+        allowed = f"allowed AS MATERIALIZED (SELECT c.rid FROM chunks c WHERE {_named(sql, len(params))}),\n"
+        test = "AND p.rid IN (SELECT rid FROM allowed)"
+    rows = connection.execute(_BM25.format(allowed=allowed, where=test), named).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows]
 
 
@@ -77,11 +80,7 @@ def dense(connection: Any, vector: np.ndarray, k: int, conditions: Sequence[Cond
         return []
     sql, params = where.clause(conditions)
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    approximate = breadth is not None and rows > exact_rows
-    if approximate and conditions:
-        allowed = connection.execute(f"SELECT count(*) FROM chunks c WHERE {sql}", params).fetchone()[0]
-        approximate = allowed > exact_rows
-    if approximate and breadth is not None:
+    if breadth is not None and rows > exact_rows:  # a filter is applied during the index scan
         found = _approximate(connection, query, k, sql, params, breadth)
         if found is not None:
             return found
