@@ -178,6 +178,9 @@ class PostgresStoreConfig(Section):
         8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(
         20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
+    bm25_depth: int = Field(
+        1000, ge=1, description="BM25: postings read per query term, best first (at least 4 k); the chunks found are "
+        "then scored exactly on every term")
     ann_index: Literal["ivfflat", "hnsw"] = Field(
         "ivfflat", description="pgvector's approximate index above exact_rows: ivfflat (sqrt(chunks) lists, rebuilt "
         "when the index has grown 4x) or hnsw")

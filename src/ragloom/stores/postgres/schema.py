@@ -59,7 +59,7 @@ CREATE TABLE postings (
     impact REAL NOT NULL,
     PRIMARY KEY (rid, lexeme) INCLUDE (tf, doc_len)
 );
-CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid);
+CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid, tf, doc_len);
 CREATE TABLE terms (lexeme TEXT PRIMARY KEY, df INTEGER NOT NULL);
 CREATE TABLE audit_log (
     seq BIGINT PRIMARY KEY,

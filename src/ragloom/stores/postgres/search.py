@@ -11,11 +11,12 @@ Lexical: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5
 tantivy and Lucene score) from the ``postings`` and ``terms`` tables and the statistics in
 ``meta``, in one SQL statement. A common term is in most chunks, and summing all its postings
 made a query cost a scan of the index: instead each query term contributes its ``depth`` best
-postings by impact (its BM25 term weight, an index order), and those candidate chunks are then
-scored exactly on every query term. A chunk outside every term's best postings is not ranked,
-so results are exact whenever each term's list is read whole (``df <= depth``), and otherwise
-miss only chunks whose best term was not among the ``depth`` best. Filters restrict which
-postings are read (so ``depth`` matching chunks per term), never the scores.
+postings (``store.postgres.bm25_depth``, by impact: the BM25 term weight when written, an
+index order), and those candidate chunks are scored exactly on every query term (a term read
+in part is looked up for each candidate). A chunk outside every term's best postings is not
+ranked, so results are exact whenever each term's list is read whole (``df <= depth``), and
+otherwise miss only chunks whose best term was not among the ``depth`` best. Filters restrict
+which postings are read (so ``depth`` matching chunks per term), never the scores.
 """
 
 from __future__ import annotations
@@ -31,31 +32,35 @@ from . import where
 
 K1, B = 1.2, 0.75
 
-#: Postings read per query term, at least (``4 k`` when more).
-DEPTH = 1000
-
 _BM25 = """
 WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                  (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
-w AS MATERIALIZED (SELECT t.lexeme, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+w AS MATERIALIZED (SELECT t.lexeme, t.df, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
                           greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
                    FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
-{allowed}cand AS MATERIALIZED (SELECT DISTINCT x.rid FROM w CROSS JOIN LATERAL (
-    SELECT p.rid FROM postings p WHERE p.lexeme = w.lexeme {where}
+{allowed}hits AS MATERIALIZED (SELECT w.lexeme, x.rid, x.tf, x.doc_len FROM w CROSS JOIN LATERAL (
+    SELECT p.rid, p.tf, p.doc_len FROM postings p WHERE p.lexeme = w.lexeme {where}
     ORDER BY p.impact DESC LIMIT %(depth)s) x),
-s AS (SELECT p.rid, sum(w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / w.avg))
-                        ORDER BY p.lexeme) AS score
-      FROM cand CROSS JOIN w JOIN postings p ON p.rid = cand.rid AND p.lexeme = w.lexeme GROUP BY p.rid)
-SELECT c.id, s.score FROM s JOIN chunks c USING (rid) ORDER BY s.score DESC, c.id LIMIT %(k)s
+cand AS MATERIALIZED (SELECT DISTINCT rid FROM hits),
+rest AS (SELECT p.* FROM w CROSS JOIN cand CROSS JOIN LATERAL (  -- a term read in part: probe the others
+    SELECT p.lexeme, p.rid, p.tf, p.doc_len FROM postings p WHERE p.rid = cand.rid AND p.lexeme = w.lexeme
+    OFFSET 0) p
+    WHERE w.df > %(depth)s AND NOT EXISTS (SELECT 1 FROM hits h WHERE h.lexeme = w.lexeme AND h.rid = cand.rid)),
+s AS (SELECT a.rid, sum(w.idf * a.tf * (%(k1)s + 1) / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * a.doc_len / w.avg)) ORDER BY a.lexeme) AS score
+      FROM (SELECT * FROM hits UNION ALL SELECT * FROM rest) a JOIN w USING (lexeme) GROUP BY a.rid)
+SELECT c.id, s.score FROM s JOIN chunks c USING (rid)
+WHERE s.score >= (SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(k)s) top)
+ORDER BY s.score DESC, c.id LIMIT %(k)s
 """
 
 
-def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str) -> list[Candidate]:
+def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str,
+            depth: int) -> list[Candidate]:
     if k <= 0 or not query.strip():
         return []
     sql, params = where.clause(conditions)
-    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(DEPTH, 4 * k)}
+    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(depth, 4 * k)}
     named.update({f"w{i}": value for i, value in enumerate(params)})
     allowed, test = "", ""
     if conditions:  # the chunks passing the filter, once (GIN index), then a hash probe a posting

@@ -166,7 +166,7 @@ class PostgresStore(CatalogBacked, Store):
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         with self._read() as connection:
-            return search.lexical(connection, query, k, conditions, self.language)
+            return search.lexical(connection, query, k, conditions, self.language, self.settings.bm25_depth)
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         if not chunk_ids:
