@@ -6,6 +6,11 @@ on both stores (nDCG@10, documents ranked by their best chunk), and the lexical 
 way: PostgreSQL's own ``ts_rank_cd`` over the same analysis, to decide between it and BM25
 computed from the postings table.
 
+``depth``: what reading each query term's best postings only (``store.postgres.bm25_depth``)
+costs in quality: SciFact's documents (one chunk each, no embedding) written to PostgreSQL,
+the test queries' top 100 by BM25 at the default depth and with every posting read (exact),
+nDCG@10 of both and how many queries get the same top 10 / top 100.
+
 ``scale``: N synthetic 384-d chunks (``benchmarks/synthetic.py``'s data, vectors precomputed)
 written through ``PostgresStore`` in sources of 1,000: load rate, HNSW build time, dense /
 10%-filtered dense / hybrid p50 and p95, recall@10 of HNSW against exact search, database size.
@@ -14,7 +19,8 @@ A PostgreSQL with pgvector is started from the ``pgserver`` wheel in ``--pg-dir`
 ``--url`` names one.
 
     python benchmarks/postgres.py quality [--index /tmp/scifact-embedded] [--pg-dir /tmp/ragloom-bench-pg]
-    python benchmarks/postgres.py scale [--chunks 100000] [--queries 200]
+    python benchmarks/postgres.py depth [--pg-dir /tmp/ragloom-bench-pg]
+    python benchmarks/postgres.py scale [--chunks 100000] [--queries 200] [--ann ivfflat|hnsw]
 """
 
 from __future__ import annotations
@@ -95,6 +101,43 @@ def quality(args: argparse.Namespace) -> None:
             print(f"| lexical, ts_rank_cd instead of BM25 | | {ts:.4f} | |")
 
 
+def depth(args: argparse.Namespace) -> None:
+    import json
+
+    from ragloom.stores.base import create_store
+    from ragloom.types import Chunk, SourceRecord, content_hash
+
+    test = load_beir(args.data, "test")
+    url = database_url(args, "scifactdocs")
+    stores = {name: create_store(Path(args.pg_dir), Config.from_dict(
+        {"store": {"backend": "postgres", "postgres": {"url": url, "bm25_depth": value}}}))
+        for name, value in (("default depth", 1000), ("exact", 10**9))}
+    store = stores["exact"]
+    if store.count() == 0:
+        store.set_embedder_info({"model_id": "none", "dimension": 4})
+        lines = (Path(args.data) / "corpus.jsonl").read_text().splitlines()
+        for first in range(0, len(lines), 500):
+            source = f"/scifact/{first // 500:03d}"
+            docs = [json.loads(line) for line in lines[first:first + 500]]
+            chunks = [Chunk(id=d["_id"], text=f"{d['title']}\n{d['text']}", source=source, doc_id=d["_id"],
+                            chunk_index=i, start=0, end=0, policy="doc", content_hash=content_hash(d["_id"]),
+                            token_count=0, metadata={}) for i, d in enumerate(docs)]
+            vectors = np.tile(np.array([1, 0, 0, 0], dtype=np.float32), (len(chunks), 1))
+            store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, len(chunks), time.time()),
+                                 chunks, vectors)
+    runs = {name: {qid: {c.chunk_id: c.score for c in s.search_lexical(text, 100)} for qid, text in test.queries.items()}
+            for name, s in stores.items()}
+    same10 = sum(list(runs["exact"][q])[:10] == list(runs["default depth"][q])[:10] for q in test.queries)
+    same100 = sum(list(runs["exact"][q]) == list(runs["default depth"][q]) for q in test.queries)
+    print(f"SciFact test ({len(test.queries)} queries), {store.count()} documents, BM25 top 100")
+    print("| postings read per term | nDCG@10 |\n|---|---|")
+    for name, run in runs.items():
+        print(f"| {name} | {mean(per_query_metrics(test.qrels, run)['nDCG@10']):.4f} |")
+    print(f"same top 10: {same10}/{len(test.queries)}; same top 100: {same100}/{len(test.queries)}")
+    for s in stores.values():
+        s.close()
+
+
 def scale(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
     from synthetic import DIM, make_batch, make_queries
@@ -166,7 +209,7 @@ def scale(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["quality", "scale"])
+    parser.add_argument("what", choices=["quality", "depth", "scale"])
     parser.add_argument("--data", default=str(SCIFACT))
     parser.add_argument("--index", default="/tmp/ragloom-bench-scifact")
     parser.add_argument("--pg-dir", default="/tmp/ragloom-bench-pg")
@@ -176,10 +219,7 @@ def main() -> None:
     parser.add_argument("--ann", choices=["ivfflat", "hnsw"], default="ivfflat", help="store.postgres.ann_index")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, python {sys.version.split()[0]}")
-    if args.what == "quality":
-        quality(args)
-    else:
-        scale(args)
+    {"quality": quality, "depth": depth, "scale": scale}[args.what](args)
 
 
 if __name__ == "__main__":
