@@ -53,14 +53,14 @@ CREATE INDEX chunks_metadata ON chunks USING gin (metadata jsonb_path_ops);
 CREATE TABLE vectors (rid BIGINT PRIMARY KEY, embedding vector NOT NULL);
 CREATE TABLE postings (
     rid BIGINT NOT NULL,
-    lexeme TEXT NOT NULL,
+    lexeme TEXT COLLATE "C" NOT NULL,
     tf INTEGER NOT NULL,
     doc_len INTEGER NOT NULL,
     impact REAL NOT NULL,
     PRIMARY KEY (rid, lexeme) INCLUDE (tf, doc_len)
 );
 CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid, tf, doc_len);
-CREATE TABLE terms (lexeme TEXT PRIMARY KEY, df INTEGER NOT NULL);
+CREATE TABLE terms (lexeme TEXT COLLATE "C" PRIMARY KEY, df INTEGER NOT NULL);
 CREATE TABLE audit_log (
     seq BIGINT PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,

@@ -33,7 +33,7 @@ from . import where
 K1, B = 1.2, 0.75
 
 _BM25 = """
-WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
+WITH q AS (SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                  (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
 w AS MATERIALIZED (SELECT t.lexeme, t.df, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
