@@ -158,6 +158,23 @@ def test_ivfflat_is_rebuilt_with_more_lists_once_the_index_grew_fourfold(open_st
     assert len(store.search_dense(unit_vector(2), 5)) == 5
 
 
+def test_bm25_reading_each_terms_best_postings_scores_what_it_finds_exactly(open_store):
+    shallow, exact = open_store(bm25_depth=2), open_store(bm25_depth=10**6)
+    texts = [f"common filler {'common ' * (i % 3)}word{i}" for i in range(30)] + ["common rare"]
+    chunks = [Chunk(id=f"c{i:02d}", text=text, source="a.md", doc_id="a.md", chunk_index=i, start=i, end=i + 1,
+                    policy="test", content_hash=content_hash(text), token_count=3, metadata={})
+              for i, text in enumerate(texts)]
+    for store in (shallow, exact):
+        store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+        store.replace_source(record_for("a.md", chunks), chunks, np.ones((len(chunks), 12), dtype=np.float32))
+    got = shallow.search_lexical("common rare", 2)
+    full = exact.search_lexical("common rare", 31)
+    assert got[0].chunk_id == full[0].chunk_id == "c30"
+    scores = {c.chunk_id: c.score for c in full}
+    assert all(abs(c.score - scores[c.chunk_id]) < 1e-9 for c in got)  # candidates scored on every term
+    assert len(full) == 31  # every chunk holds "common": read whole when the depth allows
+
+
 def test_indexes_side_by_side_in_one_database(open_store):
     first, second = open_store(), open_store()
     write_corpus(first)
