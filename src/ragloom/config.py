@@ -177,7 +177,8 @@ class PostgresStoreConfig(Section):
     pool_size: int = Field(
         8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(
-        20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
+        20_000, ge=0, description="an index of at most this many chunks is searched exactly (dense); above, through "
+        "the approximate index (a filter is applied to what it finds, exact when too few pass)")
     bm25_depth: int = Field(
         1000, ge=1, description="BM25: postings read per query term, best first (at least 4 k); the chunks found are "
         "then scored exactly on every term")

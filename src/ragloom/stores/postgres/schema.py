@@ -4,7 +4,7 @@
 the lexical statistics). ``sources``: the registry. ``chunks``: one row per chunk, its
 metadata as JSONB (filtered with jsonpath, GIN-indexed). ``vectors``: (chunk, vector) in a
 narrow table of their own, so an exact scan reads vectors and nothing else (pgvector; an
-HNSW index is built once the index is large enough for it to pay). ``postings``: (chunk,
+approximate index, ``ann``, is built once the index is large enough for it to pay). ``postings``: (chunk,
 lexeme, term frequency, the chunk's length) from PostgreSQL's own text analysis, which BM25
 is computed from, with each posting's impact (its BM25 term weight when written) so that a
 term's best postings are read first; ``terms``: each lexeme's document frequency.

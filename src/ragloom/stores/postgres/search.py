@@ -33,7 +33,8 @@ from . import where
 K1, B = 1.2, 0.75
 
 _BM25 = """
-WITH q AS (SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
+WITH q AS (SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
+           FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                  (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
 w AS MATERIALIZED (SELECT t.lexeme, t.df, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
@@ -47,7 +48,8 @@ rest AS (SELECT p.* FROM w CROSS JOIN cand CROSS JOIN LATERAL (  -- a term read 
     SELECT p.lexeme, p.rid, p.tf, p.doc_len FROM postings p WHERE p.rid = cand.rid AND p.lexeme = w.lexeme
     OFFSET 0) p
     WHERE w.df > %(depth)s AND NOT EXISTS (SELECT 1 FROM hits h WHERE h.lexeme = w.lexeme AND h.rid = cand.rid)),
-s AS (SELECT a.rid, sum(w.idf * a.tf * (%(k1)s + 1) / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * a.doc_len / w.avg)) ORDER BY a.lexeme) AS score
+s AS (SELECT a.rid, sum(w.idf * a.tf * (%(k1)s + 1) / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * a.doc_len / w.avg))
+                        ORDER BY a.lexeme) AS score
       FROM (SELECT * FROM hits UNION ALL SELECT * FROM rest) a JOIN w USING (lexeme) GROUP BY a.rid)
 SELECT c.id, s.score FROM s JOIN chunks c USING (rid)
 WHERE s.score >= (SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(k)s) top)
