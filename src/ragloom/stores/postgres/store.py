@@ -107,8 +107,10 @@ class PostgresStore(CatalogBacked, Store):
         rows = self.count()
         if self.read_only or not self.dimension or not ann.needs_build(self._approximate(), rows, self.settings):
             return
-        with self.catalog.transaction() as connection:
-            self._ann = ann.build(connection, self.dimension, rows, self.settings)
+        with self.catalog.transaction() as connection:  # under the write lock: another replica may have built it
+            self._ann = ann.present(connection)
+            if ann.needs_build(self._ann, rows, self.settings):
+                self._ann = ann.build(connection, self.dimension, rows, self.settings)
 
     def optimize(self) -> dict[str, object]:
         self.flush()
