@@ -12,8 +12,10 @@ the test queries' top 100 by BM25 at the default depth and with every posting re
 nDCG@10 of both and how many queries get the same top 10 / top 100.
 
 ``scale``: N synthetic 384-d chunks (``benchmarks/synthetic.py``'s data, vectors precomputed)
-written through ``PostgresStore`` in sources of 1,000: load rate, HNSW build time, dense /
-10%-filtered dense / hybrid p50 and p95, recall@10 of HNSW against exact search, database size.
+written through ``PostgresStore`` in sources of 1,000: load rate, the approximate index's build
+time (``--ann``: IVFFlat, the default, or HNSW), dense / 10%-filtered dense / lexical / hybrid p50
+and p95, recall@10 of dense against exact search and of BM25 against every posting read,
+database size.
 
 A PostgreSQL with pgvector is started from the ``pgserver`` wheel in ``--pg-dir`` unless
 ``--url`` names one.

@@ -1,5 +1,6 @@
 """The postgres store against a real PostgreSQL (pgserver): what the conformance suite does not
-cover — failures said in one line, nothing half-written, concurrent writers, HNSW, indexes side by side."""
+cover — failures said in one line, nothing half-written, concurrent writers, the approximate
+indexes, BM25 from each term's best postings, indexes side by side."""
 
 from __future__ import annotations
 
@@ -134,7 +135,7 @@ def test_approximate_index_takes_over_above_exact_rows_and_filters_stay_exact(op
     assert len(set(got) & set(exact)) >= 9  # approximate: recall@10 of the index
     filtered = [c.chunk_id for c in store.search_dense(query, 5, parse_where({"group": 3}))]
     allowed = [i for i in np.argsort(-(units @ query)) if i % 10 == 3][:5]
-    assert filtered == [f"c{i:04d}" for i in allowed]  # 40 chunks pass: below exact_rows, so exact
+    assert filtered == [f"c{i:04d}" for i in allowed]  # 40 pass: every list probed, or too few found, so exact
 
 
 def test_ivfflat_is_rebuilt_with_more_lists_once_the_index_grew_fourfold(open_store):
