@@ -6,15 +6,23 @@ on both stores (nDCG@10, documents ranked by their best chunk), and the lexical 
 way: PostgreSQL's own ``ts_rank_cd`` over the same analysis, to decide between it and BM25
 computed from the postings table.
 
+``depth``: what reading each query term's best postings only (``store.postgres.bm25_depth``)
+costs in quality: SciFact's documents (one chunk each, no embedding) written to PostgreSQL,
+the test queries' top 100 by BM25 at the default depth and with every posting read (exact),
+nDCG@10 of both and how many queries get the same top 10 / top 100.
+
 ``scale``: N synthetic 384-d chunks (``benchmarks/synthetic.py``'s data, vectors precomputed)
-written through ``PostgresStore`` in sources of 1,000: load rate, HNSW build time, dense /
-10%-filtered dense / hybrid p50 and p95, recall@10 of HNSW against exact search, database size.
+written through ``PostgresStore`` in sources of 1,000: load rate, the approximate index's build
+time (``--ann``: IVFFlat, the default, or HNSW), dense / 10%-filtered dense / lexical / hybrid p50
+and p95, recall@10 of dense against exact search and of BM25 against every posting read,
+database size.
 
 A PostgreSQL with pgvector is started from the ``pgserver`` wheel in ``--pg-dir`` unless
 ``--url`` names one.
 
     python benchmarks/postgres.py quality [--index /tmp/scifact-embedded] [--pg-dir /tmp/ragloom-bench-pg]
-    python benchmarks/postgres.py scale [--chunks 100000] [--queries 200]
+    python benchmarks/postgres.py depth [--pg-dir /tmp/ragloom-bench-pg]
+    python benchmarks/postgres.py scale [--chunks 100000] [--queries 200] [--ann ivfflat|hnsw]
 """
 
 from __future__ import annotations
@@ -95,6 +103,43 @@ def quality(args: argparse.Namespace) -> None:
             print(f"| lexical, ts_rank_cd instead of BM25 | | {ts:.4f} | |")
 
 
+def depth(args: argparse.Namespace) -> None:
+    import json
+
+    from ragloom.stores.base import create_store
+    from ragloom.types import Chunk, SourceRecord, content_hash
+
+    test = load_beir(args.data, "test")
+    url = database_url(args, "scifactdocs")
+    stores = {name: create_store(Path(args.pg_dir), Config.from_dict(
+        {"store": {"backend": "postgres", "postgres": {"url": url, "bm25_depth": value}}}))
+        for name, value in (("default depth", 1000), ("exact", 10**9))}
+    store = stores["exact"]
+    if store.count() == 0:
+        store.set_embedder_info({"model_id": "none", "dimension": 4})
+        lines = (Path(args.data) / "corpus.jsonl").read_text().splitlines()
+        for first in range(0, len(lines), 500):
+            source = f"/scifact/{first // 500:03d}"
+            docs = [json.loads(line) for line in lines[first:first + 500]]
+            chunks = [Chunk(id=d["_id"], text=f"{d['title']}\n{d['text']}", source=source, doc_id=d["_id"],
+                            chunk_index=i, start=0, end=0, policy="doc", content_hash=content_hash(d["_id"]),
+                            token_count=0, metadata={}) for i, d in enumerate(docs)]
+            vectors = np.tile(np.array([1, 0, 0, 0], dtype=np.float32), (len(chunks), 1))
+            store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, len(chunks), time.time()),
+                                 chunks, vectors)
+    runs = {name: {qid: {c.chunk_id: c.score for c in s.search_lexical(text, 100)} for qid, text in test.queries.items()}
+            for name, s in stores.items()}
+    same10 = sum(list(runs["exact"][q])[:10] == list(runs["default depth"][q])[:10] for q in test.queries)
+    same100 = sum(list(runs["exact"][q]) == list(runs["default depth"][q]) for q in test.queries)
+    print(f"SciFact test ({len(test.queries)} queries), {store.count()} documents, BM25 top 100")
+    print("| postings read per term | nDCG@10 |\n|---|---|")
+    for name, run in runs.items():
+        print(f"| {name} | {mean(per_query_metrics(test.qrels, run)['nDCG@10']):.4f} |")
+    print(f"same top 10: {same10}/{len(test.queries)}; same top 100: {same100}/{len(test.queries)}")
+    for s in stores.values():
+        s.close()
+
+
 def scale(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(ROOT))
     from synthetic import DIM, make_batch, make_queries
@@ -104,7 +149,7 @@ def scale(args: argparse.Namespace) -> None:
     from ragloom.types import Chunk, SourceRecord, content_hash
 
     url = database_url(args, f"synthetic{args.chunks}")
-    config = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url}}})
+    config = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url, "ann_index": args.ann}}})
     store = create_store(Path(args.pg_dir), config)
     if store.count() != args.chunks:
         for record in store.list_sources():
@@ -123,14 +168,16 @@ def scale(args: argparse.Namespace) -> None:
                      for i in range(first, first + count)]
             store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), batch, vectors)
         load = time.perf_counter() - started
-        started = time.perf_counter()
-        store.flush()  # builds the HNSW index
-        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (under load); "
-              f"HNSW build {time.perf_counter() - started:.0f} s", flush=True)
-    store.optimize()
+        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (under load)")
+    started = time.perf_counter()
+    store.flush()  # builds the approximate index (or rebuilds one of another kind)
+    found = store.optimize()["approximate_index"]
+    print(f"approximate index: {found}, built (or found) and analysed in {time.perf_counter() - started:.0f} s",
+          flush=True)
     queries, texts = make_queries(args.queries, args.chunks)
     ten_percent = parse_where({"group": 3})
-    exact = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url, "exact_rows": 10**9}}})
+    exact = Config.from_dict({"store": {"backend": "postgres", "postgres": {"url": url, "exact_rows": 10**9,
+                                                                          "bm25_depth": 10**9}}})
     exact_store = create_store(Path(args.pg_dir), exact)
     rows = []
     for name, run in [
@@ -148,6 +195,8 @@ def scale(args: argparse.Namespace) -> None:
         rows.append((name, times, found))
     truth = [[c.chunk_id for c in exact_store.search_dense(q, 10)] for q in queries]
     truth_filtered = [[c.chunk_id for c in exact_store.search_dense(q, 10, ten_percent)] for q in queries]
+    checked = min(50, len(texts))  # BM25 reading every posting takes seconds a query
+    lexical_truth = [[c.chunk_id for c in exact_store.search_lexical(t, 10)] for t in texts[:checked]]
     print(f"\n{args.chunks:,} synthetic 384-d chunks, {args.queries} queries, database {store.disk_bytes() / 1e6:,.0f} MB"
           " (timings under load)")
     print("| search | p50 ms | p95 ms | recall@10 vs exact |")
@@ -158,6 +207,10 @@ def scale(args: argparse.Namespace) -> None:
             expected = truth_filtered if "filter" in name else truth
             hits = [[c.chunk_id for c in f] for f in found]
             recall = f"{np.mean([len(set(h) & set(e)) / max(len(e), 1) for h, e in zip(hits, expected)]):.3f}"
+        elif name.startswith("lexical"):
+            hits = [[c.chunk_id for c in f] for f in found[:checked]]
+            shared = np.mean([len(set(h) & set(e)) / max(len(e), 1) for h, e in zip(hits, lexical_truth)])
+            recall = f"{shared:.3f} (every posting read; {checked} queries)"
         print(f"| {name} | {np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} | {recall} |")
     exact_store.close()
     store.close()
@@ -165,19 +218,17 @@ def scale(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["quality", "scale"])
+    parser.add_argument("what", choices=["quality", "depth", "scale"])
     parser.add_argument("--data", default=str(SCIFACT))
     parser.add_argument("--index", default="/tmp/ragloom-bench-scifact")
     parser.add_argument("--pg-dir", default="/tmp/ragloom-bench-pg")
     parser.add_argument("--url", default=None, help="a PostgreSQL with pgvector to use instead of pgserver")
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--ann", choices=["ivfflat", "hnsw"], default="ivfflat", help="store.postgres.ann_index")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, python {sys.version.split()[0]}")
-    if args.what == "quality":
-        quality(args)
-    else:
-        scale(args)
+    {"quality": quality, "depth": depth, "scale": scale}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -218,7 +218,15 @@ class PostgresStoreConfig(Section):
     pool_size: int = Field(
         8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(
-        20_000, ge=0, description="dense searches over at most this many chunks (after filters) are exact, not HNSW")
+        20_000, ge=0, description="an index of at most this many chunks is searched exactly (dense); above, through "
+        "the approximate index (a filter is applied to what it finds, exact when too few pass)")
+    bm25_depth: int = Field(
+        1000, ge=1, description="BM25: postings read per query term, best first (at least 4 k); the chunks found are "
+        "then scored exactly on every term")
+    ann_index: Literal["ivfflat", "hnsw"] = Field(
+        "ivfflat", description="pgvector's approximate index above exact_rows: ivfflat (sqrt(chunks) lists, rebuilt "
+        "when the index has grown 4x) or hnsw")
+    ivfflat_probes: int = Field(0, ge=0, description="IVFFlat lists searched per query; 0 = one in 16, at least 20")
     hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree (pgvector `m`)")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build breadth (pgvector `ef_construction`)")
     hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW search breadth, raised for larger k")

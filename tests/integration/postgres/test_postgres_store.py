@@ -1,5 +1,6 @@
 """The postgres store against a real PostgreSQL (pgserver): what the conformance suite does not
-cover — failures said in one line, nothing half-written, concurrent writers, HNSW, indexes side by side."""
+cover — failures said in one line, nothing half-written, concurrent writers, the approximate
+indexes, BM25 from each term's best postings, indexes side by side."""
 
 from __future__ import annotations
 
@@ -115,8 +116,9 @@ def test_concurrent_writers_never_fork_the_audit_chain(open_store):
     assert report.ok and report.entries == 101, report.describe()
 
 
-def test_hnsw_takes_over_above_exact_rows_and_filters_stay_exact(open_store):
-    store = open_store(exact_rows=50)
+@pytest.mark.parametrize("kind", ["ivfflat", "hnsw"])
+def test_approximate_index_takes_over_above_exact_rows_and_filters_stay_exact(open_store, kind):
+    store = open_store(exact_rows=50, ann_index=kind)
     store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((400, 12)).astype(np.float32)
@@ -125,15 +127,53 @@ def test_hnsw_takes_over_above_exact_rows_and_filters_stay_exact(open_store):
                     metadata={"group": i % 10}) for i in range(400)]
     store.replace_source(record_for("big.md", chunks), chunks, vectors)
     store.flush()
-    assert store._has_hnsw()
+    assert store._approximate().kind == kind
     units = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     query = unit_vector(3)
     exact = [f"c{i:04d}" for i in np.argsort(-(units @ query))[:10]]
     got = [c.chunk_id for c in store.search_dense(query, 10)]
-    assert len(set(got) & set(exact)) >= 9  # approximate: recall@10 of HNSW
+    assert len(set(got) & set(exact)) >= 9  # approximate: recall@10 of the index
     filtered = [c.chunk_id for c in store.search_dense(query, 5, parse_where({"group": 3}))]
     allowed = [i for i in np.argsort(-(units @ query)) if i % 10 == 3][:5]
-    assert filtered == [f"c{i:04d}" for i in allowed]  # 40 chunks pass: below exact_rows, so exact
+    assert filtered == [f"c{i:04d}" for i in allowed]  # 40 pass: every list probed, or too few found, so exact
+
+
+def test_ivfflat_is_rebuilt_with_more_lists_once_the_index_grew_fourfold(open_store):
+    store = open_store(exact_rows=10)
+    store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+    rng = np.random.default_rng(1)
+
+    def write(source: str, count: int) -> None:
+        chunks = [Chunk(id=f"{source}-{i}", text=f"word{i}", source=source, doc_id=source, chunk_index=i, start=i,
+                        end=i + 1, policy="test", content_hash=content_hash(f"{source}{i}"), token_count=1,
+                        metadata={}) for i in range(count)]
+        store.replace_source(record_for(source, chunks), chunks, rng.standard_normal((count, 12)).astype(np.float32))
+        store.flush()
+
+    write("a.md", 25)
+    assert store._approximate().lists == 5
+    write("b.md", 50)  # 75 chunks: fewer than 4 x 5^2
+    assert store._approximate().lists == 5
+    write("c.md", 30)  # 105 chunks: rebuilt
+    assert store._approximate().lists == 10
+    assert len(store.search_dense(unit_vector(2), 5)) == 5
+
+
+def test_bm25_reading_each_terms_best_postings_scores_what_it_finds_exactly(open_store):
+    shallow, exact = open_store(bm25_depth=2), open_store(bm25_depth=10**6)
+    texts = [f"common filler {'common ' * (i % 3)}word{i}" for i in range(30)] + ["common rare"]
+    chunks = [Chunk(id=f"c{i:02d}", text=text, source="a.md", doc_id="a.md", chunk_index=i, start=i, end=i + 1,
+                    policy="test", content_hash=content_hash(text), token_count=3, metadata={})
+              for i, text in enumerate(texts)]
+    for store in (shallow, exact):
+        store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+        store.replace_source(record_for("a.md", chunks), chunks, np.ones((len(chunks), 12), dtype=np.float32))
+    got = shallow.search_lexical("common rare", 2)
+    full = exact.search_lexical("common rare", 31)
+    assert got[0].chunk_id == full[0].chunk_id == "c30"
+    scores = {c.chunk_id: c.score for c in full}
+    assert all(abs(c.score - scores[c.chunk_id]) < 1e-9 for c in got)  # candidates scored on every term
+    assert len(full) == 31  # every chunk holds "common": read whole when the depth allows
 
 
 def test_indexes_side_by_side_in_one_database(open_store):

@@ -1,7 +1,7 @@
 """The chunk rows of an index: written with their vectors and postings, read back as ``Chunk``.
 
 Postings are PostgreSQL's own analysis of each chunk (``to_tsvector`` in the index's text
-search configuration): one row per (lexeme, chunk) with the term's frequency; a chunk's
+search configuration): one row per (chunk, lexeme) with the term's frequency; a chunk's
 length is the sum of its frequencies. The index's document count and total length are
 kept in ``meta`` and changed in the same transaction as the chunks, so BM25 statistics are
 always those of the committed chunks.
@@ -15,41 +15,68 @@ from typing import Any
 import numpy as np
 
 from ...types import Chunk
+from .search import B, K1
 
 COLUMNS = 'id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
 
 
 def remove(connection: Any, source: str) -> int:
-    """Delete a source's chunks (their postings go with them); return how many went."""
+    """Delete a source's chunks with their vectors and postings; return how many went."""
+    rids = [row[0] for row in connection.execute("SELECT rid FROM chunks WHERE source = %s", (source,)).fetchall()]
+    if not rids:
+        return 0
     row = connection.execute(
-        "SELECT count(*), coalesce(sum(doc_len), 0) FROM chunks WHERE source = %s", (source,)).fetchone()
-    count, length = int(row[0]), int(row[1])
-    if count:
-        connection.execute("DELETE FROM chunks WHERE source = %s", (source,))
-        _add_statistics(connection, -count, -length)
-    return count
+        "WITH p AS (DELETE FROM postings WHERE rid = ANY(%s) RETURNING lexeme, tf),"
+        " d AS (SELECT lexeme, count(*) AS n FROM p GROUP BY lexeme),"
+        " u AS (UPDATE terms t SET df = t.df - d.n FROM d WHERE t.lexeme = d.lexeme)"
+        " SELECT coalesce(sum(tf), 0) FROM p",
+        (rids,),
+    ).fetchone()
+    connection.execute("DELETE FROM vectors WHERE rid = ANY(%s)", (rids,))
+    connection.execute("DELETE FROM chunks WHERE source = %s", (source,))
+    _add_statistics(connection, -len(rids), -int(row[0]))
+    return len(rids)
+
+
+#: A source's postings from PostgreSQL's analysis of its chunks, each with its chunk's length and
+#: its BM25 term weight under the average length of the index with the source in it.
+_POSTINGS = """
+WITH t AS (SELECT c.rid, t.lexeme, coalesce(array_length(t.positions, 1), 1) AS tf
+           FROM chunks c, unnest(to_tsvector(%(language)s::regconfig, c.text)) t WHERE c.rid = ANY(%(rids)s)),
+l AS (SELECT rid, sum(tf)::int AS len FROM t GROUP BY rid),
+a AS (SELECT greatest((m.total + (SELECT coalesce(sum(len), 0) FROM l)) / (m.n + %(count)s), 1e-9) AS avg
+      FROM (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
+                   (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total) m),
+p AS (INSERT INTO postings(rid, lexeme, tf, doc_len, impact)
+      SELECT t.rid, t.lexeme, t.tf, l.len, t.tf / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * l.len / a.avg))
+      FROM t JOIN l USING (rid) CROSS JOIN a ORDER BY t.rid, t.lexeme),
+d AS (INSERT INTO terms(lexeme, df) SELECT lexeme, count(*) FROM t GROUP BY lexeme
+      ON CONFLICT (lexeme) DO UPDATE SET df = terms.df + excluded.df)
+SELECT coalesce(sum(len), 0) FROM l
+"""
 
 
 def write(connection: Any, source: str, chunks: Sequence[Chunk], vectors: np.ndarray, language: str) -> None:
-    """Insert a source's chunks with their vectors and postings (its old ones are gone)."""
+    """Insert a source's chunks with their vectors and postings (its old ones are gone): rows by
+    COPY (the vectors in binary), the postings computed by PostgreSQL in one statement."""
     if not len(chunks):
         return
     from psycopg.types.json import Jsonb
 
     matrix = np.asarray(vectors, dtype=np.float32)
-    with connection.cursor().copy(f"COPY chunks ({COLUMNS}, embedding) FROM STDIN") as copy:
-        for chunk, vector in zip(chunks, matrix):
-            copy.write_row((chunk.id, source, chunk.doc_id, chunk.chunk_index, chunk.start, chunk.end, chunk.policy,
-                            chunk.content_hash, chunk.token_count, chunk.text, Jsonb(chunk.metadata), vector))
-    row = connection.execute(
-        "WITH p AS (INSERT INTO postings(lexeme, rid, tf)"
-        "  SELECT t.lexeme, c.rid, coalesce(array_length(t.positions, 1), 1)"
-        "  FROM chunks c, unnest(to_tsvector(%s::regconfig, c.text)) t WHERE c.source = %s RETURNING rid, tf),"
-        " l AS (SELECT rid, sum(tf) AS len FROM p GROUP BY rid),"
-        " u AS (UPDATE chunks c SET doc_len = l.len FROM l WHERE c.rid = l.rid RETURNING l.len)"
-        " SELECT coalesce(sum(len), 0) FROM u",
-        (language, source),
-    ).fetchone()
+    rids = [row[0] for row in connection.execute(
+        "SELECT nextval('chunks_rid_seq') FROM generate_series(1, %s)", (len(chunks),)).fetchall()]
+    cursor = connection.cursor()
+    with cursor.copy(f"COPY chunks (rid, {COLUMNS}) FROM STDIN") as copy:
+        for rid, chunk in zip(rids, chunks):
+            copy.write_row((rid, chunk.id, source, chunk.doc_id, chunk.chunk_index, chunk.start, chunk.end,
+                            chunk.policy, chunk.content_hash, chunk.token_count, chunk.text, Jsonb(chunk.metadata)))
+    with cursor.copy("COPY vectors (rid, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        copy.set_types(["int8", "vector"])
+        for rid, vector in zip(rids, matrix):
+            copy.write_row((rid, vector))
+    row = connection.execute(_POSTINGS, {"language": language, "rids": rids, "count": len(rids),
+                                         "k1": K1, "b": B}).fetchone()
     _add_statistics(connection, len(chunks), int(row[0]))
 
 
@@ -80,9 +107,9 @@ def get(connection: Any, chunk_ids: Sequence[str]) -> list[Chunk]:
 
 def of_source(connection: Any, source: str, vectors: bool = False) -> list[tuple[Chunk, np.ndarray | None]]:
     """A source's chunks in document order (with their vectors when asked)."""
-    extra = ", embedding" if vectors else ""
+    extra, join = (", v.embedding", " JOIN vectors v USING (rid)") if vectors else ("", "")
     rows = connection.execute(
-        f"SELECT {COLUMNS}{extra} FROM chunks WHERE source = %s ORDER BY doc_id, chunk_index, id", (source,)
+        f"SELECT {COLUMNS}{extra} FROM chunks{join} WHERE source = %s ORDER BY doc_id, chunk_index, id", (source,)
     ).fetchall()
     return [(chunk_from_row(row), as_array(row[11]) if vectors else None) for row in rows]
 
@@ -102,8 +129,8 @@ def count(connection: Any) -> int:
 
 def cached_vectors(connection: Any, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
     rows = connection.execute(
-        "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM chunks"
-        " WHERE content_hash = ANY(%s) AND embedding IS NOT NULL",
+        "SELECT DISTINCT ON (content_hash) content_hash, v.embedding FROM chunks JOIN vectors v USING (rid)"
+        " WHERE content_hash = ANY(%s)",
         (list(dict.fromkeys(content_hashes)),),
     ).fetchall()
     return {digest: as_array(vector) for digest, vector in rows}

@@ -2,10 +2,14 @@
 
 ``meta``: key -> JSON (schema version, generation, embedder, ingest roots, the audit head,
 the lexical statistics). ``sources``: the registry. ``chunks``: one row per chunk, its
-metadata as JSONB (filtered with jsonpath, GIN-indexed) and its vector (pgvector; an HNSW
-index is built once the index is large enough for it to pay). ``postings``: (lexeme, chunk,
-term frequency) from PostgreSQL's own text analysis, which BM25 is computed from.
-``audit_log``: the hash chain of ``ragloom.audit``.
+metadata as JSONB (filtered with jsonpath, GIN-indexed). ``vectors``: (chunk, vector) in a
+narrow table of their own, so an exact scan reads vectors and nothing else (pgvector; an
+approximate index, ``ann``, is built once the index is large enough for it to pay). ``postings``: (chunk,
+lexeme, term frequency, the chunk's length) from PostgreSQL's own text analysis, which BM25
+is computed from, with each posting's impact (its BM25 term weight when written) so that a
+term's best postings are read first; ``terms``: each lexeme's document frequency.
+Rows of one chunk are deleted by ``chunks.remove`` (no foreign keys: a check for each posting
+would slow the bulk write). ``audit_log``: the hash chain of ``ragloom.audit``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from ...errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _TABLES = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value JSONB NOT NULL);
@@ -41,20 +45,22 @@ CREATE TABLE chunks (
     content_hash TEXT NOT NULL,
     token_count INTEGER NOT NULL,
     text TEXT NOT NULL,
-    metadata JSONB NOT NULL,
-    embedding vector,
-    doc_len INTEGER NOT NULL DEFAULT 0
+    metadata JSONB NOT NULL
 );
 CREATE INDEX chunks_source ON chunks(source, doc_id, chunk_index);
 CREATE INDEX chunks_hash ON chunks(content_hash);
 CREATE INDEX chunks_metadata ON chunks USING gin (metadata jsonb_path_ops);
+CREATE TABLE vectors (rid BIGINT PRIMARY KEY, embedding vector NOT NULL);
 CREATE TABLE postings (
-    lexeme TEXT NOT NULL,
-    rid BIGINT NOT NULL REFERENCES chunks(rid) ON DELETE CASCADE,
+    rid BIGINT NOT NULL,
+    lexeme TEXT COLLATE "C" NOT NULL,
     tf INTEGER NOT NULL,
-    PRIMARY KEY (lexeme, rid) INCLUDE (tf)
-) WITH (fillfactor = 90);
-CREATE INDEX postings_rid ON postings(rid);
+    doc_len INTEGER NOT NULL,
+    impact REAL NOT NULL,
+    PRIMARY KEY (rid, lexeme) INCLUDE (tf, doc_len)
+);
+CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid, tf, doc_len);
+CREATE TABLE terms (lexeme TEXT COLLATE "C" PRIMARY KEY, df INTEGER NOT NULL);
 CREATE TABLE audit_log (
     seq BIGINT PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,

@@ -1,19 +1,27 @@
 """Dense and BM25 search in PostgreSQL.
 
-Dense: cosine distance (pgvector ``<=>``). Up to ``exact_rows`` candidate chunks (all of
-them, or those a filter leaves) are ranked exactly, ordered by (distance, chunk id), which
-is the store interface's tie rule; above that the HNSW index answers (``hnsw.ef_search``
-raised with k), its candidates re-sorted by the same rule. A filtered HNSW search that
-returns fewer than asked (pgvector 0.6 filters after the graph walk) falls back to exact.
+Dense: cosine distance (pgvector ``<=>``). An index of up to ``exact_rows`` chunks is ranked
+exactly, ordered by (distance, chunk id), which is the store interface's tie rule; above that
+the approximate index answers (``ann``: IVFFlat or HNSW, with its search breadth set for the
+query), its candidates re-sorted by the same rule. A filter is applied to the rows the index
+scan yields (pgvector 0.6 has no filtered scan); when too few of them pass, the search is
+exact over the chunks the filter leaves (found through the GIN index on the metadata).
 
 Lexical: Okapi BM25 (k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)), as
-tantivy and Lucene score) from the ``postings`` table and the statistics in ``meta``, in
-one SQL statement; filters restrict which chunks are ranked, never their scores.
+tantivy and Lucene score) from the ``postings`` and ``terms`` tables and the statistics in
+``meta``, in one SQL statement. A common term is in most chunks, and summing all its postings
+made a query cost a scan of the index: instead each query term contributes its ``depth`` best
+postings (``store.postgres.bm25_depth``, by impact: the BM25 term weight when written, an
+index order), and those candidate chunks are scored exactly on every query term (a term read
+in part is looked up for each candidate). A chunk outside every term's best postings is not
+ranked, so results are exact whenever each term's list is read whole (``df <= depth``), and
+otherwise miss only chunks whose best term was not among the ``depth`` best. Filters restrict
+which postings are read (so ``depth`` matching chunks per term), never the scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,26 +33,42 @@ from . import where
 K1, B = 1.2, 0.75
 
 _BM25 = """
-WITH q AS (SELECT DISTINCT t.lexeme FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
+WITH q AS (SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
+           FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                  (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
-w AS (SELECT p.lexeme, ln(1 + (stats.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-      FROM postings p JOIN q USING (lexeme) CROSS JOIN stats GROUP BY p.lexeme, stats.n)
-SELECT c.id, sum(w.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * c.doc_len
-           / greatest(stats.total / greatest(stats.n, 1), 1e-9))) ORDER BY p.lexeme) AS score
-FROM w JOIN postings p USING (lexeme) JOIN chunks c ON c.rid = p.rid CROSS JOIN stats
-WHERE {where}
-GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(k)s
+w AS MATERIALIZED (SELECT t.lexeme, t.df, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+                          greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
+                   FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
+{allowed}hits AS MATERIALIZED (SELECT w.lexeme, x.rid, x.tf, x.doc_len FROM w CROSS JOIN LATERAL (
+    SELECT p.rid, p.tf, p.doc_len FROM postings p WHERE p.lexeme = w.lexeme {where}
+    ORDER BY p.impact DESC LIMIT %(depth)s) x),
+cand AS MATERIALIZED (SELECT DISTINCT rid FROM hits),
+rest AS (SELECT p.* FROM w CROSS JOIN cand CROSS JOIN LATERAL (  -- a term read in part: probe the others
+    SELECT p.lexeme, p.rid, p.tf, p.doc_len FROM postings p WHERE p.rid = cand.rid AND p.lexeme = w.lexeme
+    OFFSET 0) p
+    WHERE w.df > %(depth)s AND NOT EXISTS (SELECT 1 FROM hits h WHERE h.lexeme = w.lexeme AND h.rid = cand.rid)),
+s AS (SELECT a.rid, sum(w.idf * a.tf * (%(k1)s + 1) / (a.tf + %(k1)s * (1 - %(b)s + %(b)s * a.doc_len / w.avg))
+                        ORDER BY a.lexeme) AS score
+      FROM (SELECT * FROM hits UNION ALL SELECT * FROM rest) a JOIN w USING (lexeme) GROUP BY a.rid)
+SELECT c.id, s.score FROM s JOIN chunks c USING (rid)
+WHERE s.score >= (SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(k)s) top)
+ORDER BY s.score DESC, c.id LIMIT %(k)s
 """
 
 
-def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str) -> list[Candidate]:
+def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str,
+            depth: int) -> list[Candidate]:
     if k <= 0 or not query.strip():
         return []
     sql, params = where.clause(conditions)
-    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k}
+    named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(depth, 4 * k)}
     named.update({f"w{i}": value for i, value in enumerate(params)})
-    rows = connection.execute(_BM25.format(where=_named(sql, len(params))), named).fetchall()
+    allowed, test = "", ""
+    if conditions:  # the chunks passing the filter, once (GIN index), then a hash probe a posting
+        allowed = f"allowed AS MATERIALIZED (SELECT c.rid FROM chunks c WHERE {_named(sql, len(params))}),\n"
+        test = "AND p.rid IN (SELECT rid FROM allowed)"
+    rows = connection.execute(_BM25.format(allowed=allowed, where=test), named).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows]
 
 
@@ -56,69 +80,44 @@ def _named(sql: str, n: int) -> str:
 
 
 def dense(connection: Any, vector: np.ndarray, k: int, conditions: Sequence[Condition], rows: int,
-          exact_rows: int, ef_search: int, has_hnsw: bool) -> list[Candidate]:
-    """Top ``k`` by cosine among chunks matching ``conditions``; ``rows``: how many chunks there are."""
+          exact_rows: int, breadth: Callable[[int], tuple[str, str]] | None) -> list[Candidate]:
+    """Top ``k`` by cosine among chunks matching ``conditions``; ``rows``: how many chunks there are;
+    ``breadth``: the setting for an approximate search of n results (None: no approximate index)."""
     if k <= 0 or rows == 0:
         return []
     sql, params = where.clause(conditions)
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    approximate = has_hnsw and rows > exact_rows
-    if approximate and conditions:
-        allowed = connection.execute(f"SELECT count(*) FROM chunks c WHERE {sql}", params).fetchone()[0]
-        approximate = allowed > exact_rows
-    if approximate:
-        found = _approximate(connection, query, k, sql, params, ef_search)
+    if breadth is not None and rows > exact_rows:  # a filter is applied during the index scan
+        found = _approximate(connection, query, k, sql, params, breadth)
         if found is not None:
             return found
     rows_found = connection.execute(
-        f"SELECT c.id, 1 - (c.embedding <=> %s) FROM chunks c WHERE {sql} AND c.embedding IS NOT NULL"
-        " ORDER BY c.embedding <=> %s, c.id LIMIT %s",
+        f"SELECT c.id, 1 - (v.embedding <=> %s) FROM vectors v JOIN chunks c USING (rid) WHERE {sql}"
+        " ORDER BY v.embedding <=> %s, c.id LIMIT %s",
         [query, *params, query, k],
     ).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows_found]
 
 
 def _approximate(connection: Any, query: np.ndarray, k: int, sql: str, params: list[Any],
-                 ef_search: int) -> list[Candidate] | None:
+                 breadth: Callable[[int], tuple[str, str]]) -> list[Candidate] | None:
     fetch = k + 16
     with connection.transaction():
-        connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(ef_search, 2 * fetch))),))
+        connection.execute("SELECT set_config(%s, %s, true)", breadth(fetch))
         rows = connection.execute(
-            f"SELECT c.id, 1 - (c.embedding <=> %s) FROM chunks c WHERE {sql} ORDER BY c.embedding <=> %s LIMIT %s",
+            f"SELECT c.id, 1 - (v.embedding <=> %s) FROM vectors v JOIN chunks c USING (rid) WHERE {sql}"
+            " ORDER BY v.embedding <=> %s LIMIT %s",
             [query, *params, query, fetch],
         ).fetchall()
     if len(rows) < min(fetch, k) or (len(rows) < fetch and sql != "TRUE"):
-        return None  # the graph walk ran out of matching chunks: search them exactly
+        return None  # the index scan ran out of matching chunks: search them exactly
     return rank_candidates([Candidate(cid, float(score)) for cid, score in rows], k)
 
 
 def scores(connection: Any, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
     query = np.asarray(vector, dtype=np.float32).reshape(-1)
     rows = connection.execute(
-        "SELECT id, 1 - (embedding <=> %s) FROM chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
+        "SELECT c.id, 1 - (v.embedding <=> %s) FROM chunks c JOIN vectors v USING (rid) WHERE c.id = ANY(%s)",
         (query, list(dict.fromkeys(chunk_ids))),
     ).fetchall()
     return {cid: float(score) for cid, score in rows}
-
-
-def has_hnsw(connection: Any) -> bool:
-    return connection.execute(
-        "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'chunks_embedding'"
-    ).fetchone() is not None
-
-
-def set_dimension(connection: Any, dimension: int) -> None:
-    """Give the (still empty) vector column its dimension, which an HNSW index needs."""
-    connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
-
-
-def build_hnsw(connection: Any, dimension: int, m: int, ef_construction: int) -> None:
-    """Give the vector column its dimension and build the HNSW index (cosine)."""
-    typmod = connection.execute(
-        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'").fetchone()[0]
-    if typmod != int(dimension):  # set when the embedder was recorded, unless the index predates that
-        connection.execute(f"ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({int(dimension)})")
-    connection.execute(
-        f"CREATE INDEX IF NOT EXISTS chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)"
-        f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
-    )

@@ -23,7 +23,7 @@ from ...types import Chunk, SourceRecord
 from ..base import Candidate, Store
 from ..catalog_backed import CatalogBacked
 from . import chunks as chunk_rows
-from . import search
+from . import ann, search
 from .address import Address, parse_address
 from .catalog import PostgresCatalog
 from .database import Database, exists
@@ -51,7 +51,7 @@ class PostgresStore(CatalogBacked, Store):
         self.catalog = PostgresCatalog(self.database)  # type: ignore[assignment]
         self.language = str(self.catalog.get_meta("language") or self.settings.language)
         self.database.language = self.language  # the index keeps the configuration it was made with
-        self._hnsw: bool | None = None
+        self._ann: ann.Approximate | None = None
 
     @classmethod
     def open(cls, path: Path, config: Config, read_only: bool = False) -> PostgresStore:
@@ -78,7 +78,7 @@ class PostgresStore(CatalogBacked, Store):
         with self.catalog.transaction() as connection:
             super().set_embedder_info(info)
             if int(info.get("dimension") or 0) and chunk_rows.count(connection) == 0:
-                search.set_dimension(connection, int(info["dimension"]))
+                ann.set_dimension(connection, int(info["dimension"]))
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if len(chunks) else vectors
@@ -102,27 +102,32 @@ class PostgresStore(CatalogBacked, Store):
             return chunk_rows.cached_vectors(connection, content_hashes)
 
     def flush(self) -> None:
-        """Build the HNSW index once exact search stops being the cheaper one."""
-        if self.read_only or self._has_hnsw() or self.count() <= self.settings.exact_rows or not self.dimension:
+        """Build the approximate index once exact search stops being the cheaper one (and
+        rebuild an IVFFlat index the chunks have outgrown)."""
+        rows = self.count()
+        if self.read_only or not self.dimension or not ann.needs_build(self._approximate(), rows, self.settings):
             return
-        with self.catalog.transaction() as connection:
-            search.build_hnsw(connection, self.dimension, self.settings.hnsw_m, self.settings.hnsw_ef_construction)
-        self._hnsw = True
+        with self.catalog.transaction() as connection:  # under the write lock: another replica may have built it
+            self._ann = ann.present(connection)
+            if ann.needs_build(self._ann, rows, self.settings):
+                self._ann = ann.build(connection, self.dimension, rows, self.settings)
 
     def optimize(self) -> dict[str, object]:
         self.flush()
         with self._read() as connection:
-            connection.execute("ANALYZE chunks")
-            connection.execute("ANALYZE postings")
+            for table in ("chunks", "vectors", "postings", "terms"):
+                connection.execute(f"ANALYZE {table}")
+        found = self._approximate()
         return {"chunks": self.count(), "generation": self.generation(),
-                "approximate_index": "HNSW (pgvector)" if self._has_hnsw() else
+                "approximate_index": f"{found.kind} (pgvector)" if found else
                 f"none (exact search up to {self.settings.exact_rows:,} chunks)"}
 
-    def _has_hnsw(self) -> bool:
-        if not self._hnsw:
+    def _approximate(self) -> ann.Approximate | None:
+        """The approximate index (looked up until there is one; another replica may build it)."""
+        if self._ann is None:
             with self._read() as connection:
-                self._hnsw = search.has_hnsw(connection)
-        return bool(self._hnsw)
+                self._ann = ann.present(connection)
+        return self._ann
 
     # -- reading ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -156,13 +161,14 @@ class PostgresStore(CatalogBacked, Store):
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         rows = self.count()
+        found = self._approximate() if rows > self.settings.exact_rows else None
+        breadth = None if found is None else (lambda fetch: ann.setting(found, fetch, self.settings))
         with self._read() as connection:
-            return search.dense(connection, vector, k, conditions, rows, self.settings.exact_rows,
-                                self.settings.hnsw_ef_search, rows > self.settings.exact_rows and self._has_hnsw())
+            return search.dense(connection, vector, k, conditions, rows, self.settings.exact_rows, breadth)
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         with self._read() as connection:
-            return search.lexical(connection, query, k, conditions, self.language)
+            return search.lexical(connection, query, k, conditions, self.language, self.settings.bm25_depth)
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         if not chunk_ids:
