@@ -50,6 +50,8 @@ def sample_texts(plan: Sequence[Path], options: LoaderOptions,
     a file as the ingest does (in its parser sandbox), by default in this process."""
     texts: list[str] = []
     for file in plan[:SAMPLE_FILES]:
+        if not Path(file).is_file():  # a pipe, a device, a loop: never opened here (the ingest reports it)
+            continue
         try:
             documents = (load(file) if load is not None else load_file(file, str(file), None, options)).documents
         except Exception:  # noqa: BLE001 - the ingest itself reports this file
