@@ -278,11 +278,11 @@ class LexicalIndex:
         found = {family: self._analyzers.term_counts(family, query) for family in families}
         return {family: dict(list(counts.items())[:MAX_QUERY_TERMS]) for family, counts in found.items() if counts}
 
-    def query_of(self, query: str) -> tantivy.Query:
+    def query_of(self, query: str, weights: dict[str, dict[str, int]] | None = None) -> tantivy.Query:
         """One clause per (family, term), weighted by how often the query says the term; in an
         index of several families, those of the query's own language weigh ``QUERY_LANGUAGE_BOOST``
         times more; and the clauses of the query's identifiers (``identifier_clauses``)."""
-        weights = self.term_weights(query)
+        weights = self.term_weights(query) if weights is None else weights
         own = family_of(detect_language(query)[0]).name if len(weights) > 1 and QUERY_LANGUAGE_BOOST != 1.0 else None
 
         def clause(family: str, term: str, count: int) -> tantivy.Query:
@@ -297,10 +297,10 @@ class LexicalIndex:
 
     def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
         """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
-        terms = self.terms(query)
-        if not terms or k <= 0:
+        weights = self.term_weights(query)  # the query is analysed once
+        if not weights or k <= 0:
             return []
-        text_query = self.query_of(query)
+        text_query = self.query_of(query, weights)
         searcher = self.index.searcher()
         if allowed_rows is None:
             hits = _top(searcher, text_query, k)
