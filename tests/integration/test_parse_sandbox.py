@@ -62,3 +62,31 @@ def test_a_file_over_the_limits_is_reported_and_the_ingest_goes_on(tmp_path, emb
     assert "more than 256 MB" in failed["bomb.hog"] and "parse_memory_mb" in failed["bomb.hog"]
     assert "longer than 3 s" in failed["stuck.slow"] and "parse_timeout_s" in failed["stuck.slow"]
     assert {Path(p).name for p in report.added} == {"notes.md", "plan.pdf"}
+
+
+def test_the_worker_lets_go_of_a_file_lock_held_when_it_was_forked(tmp_path):
+    """tantivy takes its meta lock on a background thread and releases it by closing the file; a
+    worker forked meanwhile kept the lock, and the ingest's next commit waited for it forever."""
+    import fcntl
+    import os
+
+    from ragloom.ingest.loaders import LoaderOptions
+    from ragloom.ingest.sandbox import ParserSandbox
+
+    lock_file = tmp_path / ".tantivy-meta.lock"
+    held = os.open(lock_file, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    text = tmp_path / "a.txt"
+    text.write_text("a document parsed in the worker")
+    sandbox = ParserSandbox(memory_mb=512, timeout_s=60)
+    try:
+        result = sandbox.load(text, "a.txt", text.read_bytes(), LoaderOptions())  # forks while the lock is held
+        assert result.documents
+        os.close(held)  # released as tantivy releases it: by closing, without unlocking
+        again = os.open(lock_file, os.O_RDWR)
+        try:
+            fcntl.flock(again, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError while the worker holds it
+        finally:
+            os.close(again)
+    finally:
+        sandbox.close()

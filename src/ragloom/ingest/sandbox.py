@@ -66,7 +66,7 @@ class ParserSandbox:
     def _worker(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_limit_memory, initargs=(self.memory_mb,))
+                                             initializer=_start_worker, initargs=(self.memory_mb,))
         return self._pool
 
     def _kill(self) -> None:
@@ -81,6 +81,40 @@ class ParserSandbox:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_worker(memory_mb: int) -> None:
+    _release_inherited_locks()
+    _limit_memory(memory_mb)
+
+
+def _release_inherited_locks() -> None:
+    """In the worker: let go of the file locks it inherited from the ingest.
+
+    A forked child shares its parent's open files, and a ``flock`` belongs to the open file, not to
+    the process. tantivy takes its meta lock on a background thread (a reader reloading) and lets it
+    go by closing its file; when the fork happened while the lock was held, the worker's copy kept
+    it, and the ingest's next commit waited for it forever. Each such descriptor is pointed at
+    /dev/null (not closed, so its number is never reused for a file the worker opens).
+    """
+    import os
+
+    fds = [int(name) for name in os.listdir("/proc/self/fdinfo") if name.isdigit()]
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        for fd in fds:
+            if fd != null and _holds_lock(fd):
+                os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def _holds_lock(fd: int) -> bool:
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("lock:") and ("FLOCK" in line or "OFDLCK" in line) for line in info)
+    except OSError:  # closed meanwhile, or not ours to read
+        return False
 
 
 def _limit_memory(memory_mb: int) -> None:
