@@ -111,9 +111,10 @@ def test_a_misspelt_plugin_option_names_the_key_and_the_valid_ones(tmp_path: Pat
                        "(valid options: label, shards)")
     assert not (tmp_path / "index").exists()  # refused before the store was opened
 
-    with pytest.raises(ConfigError, match=r"embedder\.hashing\): dimensoin: not an option \(valid options: "
-                                          r"dimension, salt\)"):
-        Index.open(tmp_path / "index", plugin_config(embedder={"hashing": {"dimensoin": 8}})).embedder
+    with Index.open(tmp_path / "index", plugin_config(embedder={"hashing": {"dimensoin": 8}})) as index, \
+            pytest.raises(ConfigError, match=r"embedder\.hashing\): dimensoin: not an option \(valid options: "
+                                             r"dimension, salt\)"):
+        index.embedder  # noqa: B018 - the embedder is built when first asked for
 
 
 def test_a_plugin_option_of_the_wrong_kind_or_missing_is_refused_with_the_valid_ones(tmp_path: Path) -> None:
