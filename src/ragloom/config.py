@@ -7,12 +7,14 @@ at that level, so a typo is never silently ignored.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from . import registry
 from .errors import ConfigError, UnknownConfigKeyError
 
 CONFIG_FILENAME = "ragloom.yaml"
@@ -21,6 +23,64 @@ ENV_PREFIX = "RAGLOOM_"
 
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ComponentSection(Section):
+    """A section that chooses a component of a registry role (``store.backend``, ``embedder.provider``).
+
+    Beside its own settings it takes a sub-section named after the chosen component, or after any
+    plugin of the role, holding the options that component declares in its ``Options`` model:
+    ``store: {backend: mystore, mystore: {url: ...}}``. A plugin's sub-section is checked by its
+    model when the component is resolved (``options()``); a built-in's typed one (``store.chroma``)
+    when the config is read. Any other key is an unknown setting, as in every section.
+    """
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+    #: The section's key in the config, the registry role it chooses from, and the field naming the choice.
+    config_key: ClassVar[str]
+    component_role: ClassVar[str]
+    chooser: ClassVar[str]
+
+    @classmethod
+    def chosen(cls, data: Mapping[str, Any]) -> list[str]:
+        """The components ``data`` (this section's raw settings) chooses."""
+        name = data.get(cls.chooser, cls.model_fields[cls.chooser].default)
+        return [name] if isinstance(name, str) else []
+
+    @classmethod
+    def option_keys(cls, data: Mapping[str, Any]) -> list[str]:
+        """The sub-sections ``data`` may add besides the settings: one for each component it chooses
+        (a plugin may be registered after the config is read) and each plugin's, chosen or not (a
+        config may keep the options of several backends, as it keeps ``store.chroma`` and ``store.qdrant``)."""
+        names = dict.fromkeys([*cls.chosen(data), *registry.plugin_names(cls.component_role)])
+        return [name for name in names if name not in cls.model_fields]
+
+    @model_validator(mode="after")
+    def _only_component_sections(self) -> ComponentSection:
+        if not self.model_extra:
+            return self  # most configs: no plugin sections, and no need to list the plugins
+        allowed = self.option_keys(vars(self))  # the fields' values (the extras are kept apart)
+        for extra in self.model_extra:
+            if extra not in allowed:
+                valid = ", ".join(sorted([*type(self).model_fields, *allowed]))
+                raise ValueError(f"unknown setting {extra!r}; valid keys here are: {valid}")
+        return self
+
+    def options(self, name: str | None = None) -> BaseModel | None:
+        """The options of the component ``name`` (default: the chosen one), checked by its ``Options``
+        model; None when it declares none. A misspelt or invalid option is a ConfigError naming it."""
+        name = name or getattr(self, self.chooser)
+        typed = getattr(self, name, None) if name in type(self).model_fields else None
+        if isinstance(typed, BaseModel):
+            return typed  # a built-in's own section, checked when the config was read
+        model = registry.options_model(self.component_role, name)
+        given = (self.model_extra or {}).get(name)
+        where = f"{self.config_key}.{name}"
+        if model is None:
+            if given:
+                raise ConfigError(f"{where}: the {self.component_role} {name!r} takes no options; remove that section")
+            return None
+        return registry.validate_options(model, given, f"{self.component_role} {name!r} ({where})")
 
 
 # Connection settings shared by every section that talks to a model server.
@@ -43,7 +103,9 @@ RetryBaseDelay = Annotated[
 ]
 
 
-class EmbedderConfig(Section):
+class EmbedderConfig(ComponentSection):
+    config_key, component_role, chooser = "embedder", "embedder", "provider"
+
     provider: str = Field("onnx", description="embedder backend: onnx (packaged, offline) or a registered provider")
     model: str | None = Field(None, description="model name or path; None = the provider's default")
     batch_size: int = Field(32, ge=1, description="texts per embedding batch")
@@ -94,7 +156,9 @@ CODE_LANGUAGES: dict[str, str] = {
 }
 
 
-class ChunkingConfig(Section):
+class ChunkingConfig(ComponentSection):
+    config_key, component_role, chooser = "chunking", "chunker", "strategy"
+
     strategy: str = Field("recursive", description="recursive | paragraph | sentence | markdown | semantic | agentic | proposition | code")
     chunk_size: int = Field(256, ge=16, description="target chunk size, in the embedder's tokens")
     chunk_overlap: int = Field(0, ge=0, description="tokens shared by neighbouring chunks (recursive); 0 measured best on SciFact train (BENCHMARKS.md)")
@@ -106,6 +170,13 @@ class ChunkingConfig(Section):
         default_factory=lambda: {**dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"), **dict.fromkeys(CODE_LANGUAGES, "code")},
         description="strategy for files with these extensions, instead of strategy ({} to use strategy for all)",
     )
+
+    @classmethod
+    def chosen(cls, data: Mapping[str, Any]) -> list[str]:
+        """The strategy, and those ``by_extension`` names: each may have its sub-section of options."""
+        by_extension = data.get("by_extension")
+        named = by_extension.values() if isinstance(by_extension, Mapping) else ()
+        return list(dict.fromkeys([*super().chosen(data), *(name for name in named if isinstance(name, str))]))
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:
@@ -249,7 +320,9 @@ class EmbeddedStoreConfig(Section):
     ann: AnnConfig = Field(default_factory=AnnConfig)
 
 
-class StoreConfig(Section):
+class StoreConfig(ComponentSection):
+    config_key, component_role, chooser = "store", "store", "backend"
+
     backend: str = Field(
         "embedded",
         description="embedded (SQLite + exact vectors + tantivy BM25), chroma, qdrant or postgres (settings below)",
@@ -397,7 +470,9 @@ class AuditConfig(Section):
     enabled: bool = Field(True, description="write every search and its hits to the audit log")
 
 
-class LLMConfig(Section):
+class LLMConfig(ComponentSection):
+    config_key, component_role, chooser = "llm", "llm", "provider"
+
     provider: str = Field(
         "llamacpp", description="text generator: llamacpp (local GGUF, offline), ollama, openai, cohere"
     )
@@ -568,10 +643,12 @@ class Config(Section):
         if path.exists():
             data = expand_shorthands(_read_yaml(path))
             where = str(path)
-            check_keys(cls, data, where)
         env_data = expand_shorthands(env_overrides(os.environ if env is None else env))
-        check_keys(cls, env_data, "the environment (RAGLOOM_*)")
         merged = deep_merge(deep_merge(data, env_data), expand_shorthands(overrides or {}))
+        # Each source is checked apart, to name it; which plugin sections may appear depends on
+        # the choice the sources make together (a backend in the file, its options in RAGLOOM_*).
+        check_keys(cls, data, where, merged=merged)
+        check_keys(cls, env_data, "the environment (RAGLOOM_*)", merged=merged)
         check_keys(cls, merged, "the overrides")
         return cls.from_dict(merged, where)
 
@@ -633,17 +710,25 @@ def _yaml_problem(path: Path, exc: yaml.YAMLError) -> str:
     return f"{where}: invalid YAML: {' '.join(str(detail).split())}"
 
 
-def check_keys(model: type[BaseModel], data: Any, where: str, prefix: str = "") -> None:
-    """Raise UnknownConfigKeyError for the first key that ``model`` does not define."""
+def check_keys(
+    model: type[BaseModel], data: Any, where: str, prefix: str = "", merged: Any = None
+) -> None:
+    """Raise UnknownConfigKeyError for the first key that ``model`` does not define. A
+    ``ComponentSection`` may also hold a sub-section for each component it chooses (in ``merged``,
+    the settings ``data`` is part of, when given), which is checked when the component is resolved."""
     if not isinstance(data, dict):
         return
+    merged = merged if isinstance(merged, dict) else data
     fields = model.model_fields
     for key, value in data.items():
         if key not in fields:
-            raise UnknownConfigKeyError(prefix + str(key), where, fields)
+            plugin_keys = model.option_keys(merged) if issubclass(model, ComponentSection) else []
+            if key in plugin_keys:
+                continue
+            raise UnknownConfigKeyError(prefix + str(key), where, [*fields, *plugin_keys])
         annotation = fields[key].annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            check_keys(annotation, value, where, prefix=f"{prefix}{key}.")
+            check_keys(annotation, value, where, prefix=f"{prefix}{key}.", merged=merged.get(key))
 
 
 def env_overrides(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:

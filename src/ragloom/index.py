@@ -2,7 +2,7 @@
 
 Ingesting and removing go to the ingest runner (``ingest/runner.py``), searching to the
 searcher and its pipeline (``retrieve/searcher.py``), answering to ``generate/answering.py``
-and reporting to the store. None of those imports this module: each is given the parts
+and reporting to the store (``reporting.py``). None of those imports this module: each is given the parts
 (``parts.py``) or the few things it needs.
 """
 
@@ -12,12 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .audit import AuditEvent, ChainReport
 from .config import Config
 from .context import Context
-from .display import DisplayPaths
 from .embed.base import Embedder
-from .errors import UsageError
 from .generate import answering
 from .generate.conversation import Conversation, HistoryItem
 from .ingest.chunkers.base import Chunker
@@ -27,19 +24,22 @@ from .models.cross_encoder import shared_cross_encoder
 from .models.llm import LLM
 from .paths import PathPolicy
 from .parts import Parts, check_same_embedder, open_parts, set_aside_index  # noqa: F401 - importable here
+from .reporting import IndexReports
 from .retrieve.base import SearchContext, SearchResult
 from .retrieve.pipeline import Pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
 from .retrieve.searcher import Searcher
-from .stores.base import AuditEntry, Store
-from .stores.location import is_remote, shown
-from .types import Answer, Hit, IndexStats, IngestReport, SourceRecord
+from .stores.base import Store
+from .types import Answer, Hit, IngestReport
 
 __all__ = ["Index", "IngestProgress", "check_same_embedder", "set_aside_index"]
 
 
-class Index:
+class Index(IndexReports):
     """A searchable collection of documents, stored in one directory.
+
+    Its reporting methods (``stats``, ``sources``, ``display_paths``, ``audit``, ``audit_events``,
+    ``verify_audit``) come from :class:`~ragloom.reporting.IndexReports`.
 
     >>> index = Index.open("my-index")          # doctest: +SKIP
     >>> index.ingest(["./docs"])                # doctest: +SKIP
@@ -240,52 +240,3 @@ class Index:
         drive answering themselves, as the server does to send the sources before the answer."""
         return answering.AnswerServices(self.config, self.retrieve, lambda: self.embedder,
                                         lambda: shared_cross_encoder(self.parts))
-
-    # -- reporting ---------------------------------------------------------------------------------
-    def stats(self) -> IndexStats:
-        info = self.store.embedder_info() or {}
-        sources = self.store.list_sources()
-        return IndexStats(
-            path=shown(self.config.index) if is_remote(self.config.index) else str(self.path),
-            sources=len(sources), chunks=self.store.count(),
-            embedder=str(info.get("model_id", "(none yet)")), dimension=int(info.get("dimension", 0)),
-            store=self.config.store.backend, disk_bytes=self.store.disk_bytes(),
-            chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
-            languages=counts("lang") if callable(counts := getattr(self.store, "value_counts", None)) else {},
-        )
-
-    def display_paths(self) -> DisplayPaths:
-        """``source -> path as shown``: relative to the folder that was ingested (``ragloom.display``)."""
-        recorded = self.store.ingest_roots()
-        if recorded:
-            return DisplayPaths(recorded)
-        # An index from before roots were recorded: the folder its sources share, found by listing
-        # them, which a server asking on every request does once per write.
-        generation = self.store.generation()
-        cached = getattr(self, "_shared_folder", None)
-        if cached is None or generation is None or cached[0] != generation:
-            cached = (generation, DisplayPaths.of([], [r.path for r in self.store.list_sources()]))
-            self._shared_folder = cached
-        return cached[1]
-
-    def sources(self) -> list[SourceRecord]:
-        return self.store.list_sources()
-
-    def audit(self, last: int = 10) -> list[AuditEntry]:
-        return self.store.recent_searches(_audit_limit(last))
-
-    def audit_events(
-        self, last: int = 10, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
-    ) -> list[AuditEvent]:
-        """The newest entries of the audit log (searches and writes), newest first."""
-        return self.store.audit_events(_audit_limit(last), kinds, exclude)
-
-    def verify_audit(self) -> ChainReport:
-        """Check the audit log's hash chain; the report names the first broken entry."""
-        return self.store.verify_audit()
-
-
-def _audit_limit(last: int) -> int:
-    if last < 1:
-        raise UsageError(f"last={last}: ask for at least one audit entry")
-    return min(last, 2**62)  # SQLite integers are 64-bit

@@ -3,15 +3,21 @@
 Built-ins are listed as import paths, so naming a backend never imports the optional
 packages of the others. Plugins register through entry points in the group
 ``ragloom.<role>s`` (for example ``ragloom.stores``), or at run time with ``register``.
+
+A component declares its settings once, as a pydantic model in its ``Options`` class
+attribute; ``options_model`` finds it and ``validate_options`` checks a config section with it.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from .errors import UnknownComponentError
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError, UnknownComponentError
 
 ROLES = ("loader", "chunker", "embedder", "store", "llm", "reranker", "retriever", "stage", "strategy", "preset")
 
@@ -142,6 +148,13 @@ def names(role: str) -> list[str]:
     return sorted({*_BUILTINS[role], *_registered[role]})
 
 
+def plugin_names(role: str) -> list[str]:
+    """The names registered by plugins (entry points or ``register``), the built-ins left out."""
+    _check_role(role)
+    _load_plugins(role)
+    return sorted(set(_registered[role]) - set(_BUILTINS[role]))
+
+
 def resolve(role: str, name: str) -> Any:
     """The class (for a preset: the steps) registered for ``name``; an error listing the valid names otherwise."""
     _check_role(role)
@@ -154,6 +167,36 @@ def resolve(role: str, name: str) -> Any:
         target = getattr(importlib.import_module(module_name), attr)
         _registered[role][name] = target
     return target
+
+
+def options_model(role: str, name: str) -> type[BaseModel] | None:
+    """The ``Options`` model the component ``name`` declares; None when it takes no options."""
+    model = getattr(resolve(role, name), "Options", None)
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def validate_options(model: type[BaseModel], options: Any, what: str) -> BaseModel:
+    """``options`` checked by ``model``. A key the model does not define, or a value it refuses, is a
+    one-line ConfigError naming it and listing the valid options (``what`` names the component)."""
+    if options is None:
+        options = {}
+    valid = [info.alias or field for field, info in model.model_fields.items()]
+    listed = f"(valid options: {', '.join(valid) or 'none'})"
+    if not isinstance(options, Mapping):
+        raise ConfigError(f"options of the {what} must be a mapping of option: value, got {options!r} {listed}")
+    # Checked here too, so that a model which ignores unknown keys does not swallow a typo.
+    by_name = model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    known = {*valid, *(model.model_fields if by_name else ())}
+    unknown = [str(key) for key in options if key not in known]
+    if unknown:
+        raise ConfigError(f"options of the {what}: {unknown[0]}: not an option {listed}")
+    try:
+        return model.model_validate(dict(options))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"options of the {what}: {problems} {listed}") from None
 
 
 def _check_role(role: str) -> None:

@@ -11,12 +11,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
 from .. import registry
 from ..config import EmbedderConfig
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 Kind = Literal["query", "document"]
 
@@ -40,6 +43,9 @@ class Embedder(ABC):
     #: The most tokens of one text (``count_tokens``) the model reads; the rest would be cut off
     #: unseen, so chunks are kept within it. None: no known limit.
     max_input_tokens: int | None = None
+    #: The component's settings, declared once: a pydantic model that checks its sub-section of the
+    #: config (``embedder.<name>``) when it is resolved; a plugin reads them with ``config.options()``.
+    Options: ClassVar[type[BaseModel] | None] = None
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
@@ -154,4 +160,5 @@ def is_default_embedder(settings: EmbedderConfig) -> bool:
 
 def create_embedder(config: EmbedderConfig) -> Embedder:
     cls = registry.resolve("embedder", config.provider)
+    config.options()  # a misspelt option fails here, before a model is loaded
     return cls.from_config(config)

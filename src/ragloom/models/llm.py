@@ -11,13 +11,14 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from .. import registry
 from ..config import LLMConfig
 from ..errors import ProviderError, QueryError
 
 if TYPE_CHECKING:  # annotations only: no runtime dependency on typing_extensions
+    from pydantic import BaseModel
     from typing_extensions import Unpack
 
 #: One chat turn: ``{"role": "system" | "user" | "assistant", "content": "..."}``.
@@ -51,6 +52,9 @@ class LLM(ABC):
     #: Defaults for calls that do not set them (from ``llm.max_tokens`` / ``llm.temperature``).
     max_tokens: int = 512
     temperature: float = 0.0
+    #: The component's settings, declared once: a pydantic model that checks its sub-section of the
+    #: config (``llm.<name>``) when it is resolved; a plugin reads them with ``config.options()``.
+    Options: ClassVar[type[BaseModel] | None] = None
 
     def __init__(self, model_id: str, *, max_tokens: int = 512, temperature: float = 0.0) -> None:
         self.model_id = model_id
@@ -130,6 +134,7 @@ def as_messages(messages: str | Sequence[Message]) -> list[Message]:
 def create_llm(config: LLMConfig | None = None) -> LLM:
     config = config or LLMConfig()
     cls = registry.resolve("llm", config.provider)
+    config.options()  # a misspelt option fails here, before a model is loaded
     return cls.from_config(config)
 
 

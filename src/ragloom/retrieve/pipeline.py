@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .. import registry
 from ..errors import ConfigError, EmbeddingError, ModelMismatchError, ProviderError, RagloomWarning, UnknownComponentError
@@ -279,13 +279,5 @@ def _build(role: str, step_name: str, options: Mapping[str, Any], position: int)
             f"put a retriever first ({', '.join(registry.names('retriever'))})"
         )
     cls = registry.resolve(role, step_name)
-    options_model: type[BaseModel] = cls.Options
-    try:
-        checked = options_model.model_validate(dict(options))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(options)'}: {err['msg']}" for err in exc.errors()
-        )
-        valid = ", ".join(options_model.model_fields) or "none"
-        raise ConfigError(f"options of the {role} {step_name!r}: {problems} (valid options: {valid})") from None
+    checked = registry.validate_options(cls.Options, options, f"{role} {step_name!r}")
     return cls(checked)

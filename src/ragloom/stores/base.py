@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from ..config import Config
 from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
 from ..filters import Condition, matches, value_kinds
 from ..types import Chunk, SourceRecord
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @dataclass(frozen=True, order=True)
@@ -200,6 +203,9 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
 
     #: Registry name, e.g. "embedded".
     name: str = ""
+    #: The component's settings, declared once: a pydantic model that checks its sub-section of the
+    #: config (``store.<name>``) when it is resolved; a plugin reads them with ``config.store.options()``.
+    Options: ClassVar[type[BaseModel] | None] = None
     #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
     read_only: bool = False
 
@@ -309,7 +315,7 @@ def sources_matching(store: Store, conditions: Sequence[Condition]) -> list[Sour
 
 
 def create_store(path: Path, config: Config, read_only: bool = False) -> Store:
-    cls = registry.resolve("store", config.store.backend)
+    cls = _store_class(config)
     if read_only:
         return cls.open(path, config, read_only=True)
     return cls.open(path, config)
@@ -317,4 +323,11 @@ def create_store(path: Path, config: Config, read_only: bool = False) -> Store:
 
 def store_exists(path: Path, config: Config) -> bool:
     """Whether ``path`` holds an index of the configured store."""
-    return registry.resolve("store", config.store.backend).exists(path, config)
+    return _store_class(config).exists(path, config)
+
+
+def _store_class(config: Config) -> type[Store]:
+    """The configured store's class, once its options (``store.<backend>``) are checked."""
+    cls: type[Store] = registry.resolve("store", config.store.backend)
+    config.store.options()
+    return cls

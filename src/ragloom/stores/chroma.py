@@ -34,6 +34,7 @@ _INT64 = 2**63
 
 class ChromaStore(VectorDBStore):
     name = "chroma"
+    Options = ChromaStoreConfig  # store.chroma
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.chroma

@@ -38,6 +38,7 @@ def point_id(chunk_id: str) -> str:
 
 class QdrantStore(VectorDBStore):
     name = "qdrant"
+    Options = QdrantStoreConfig  # store.qdrant
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         settings = config.store.qdrant

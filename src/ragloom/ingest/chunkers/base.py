@@ -12,11 +12,14 @@ import bisect
 import re
 from abc import ABC, abstractmethod
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...config import ChunkingConfig
 from ...types import Chunk, Document, content_hash
 from ._tokens import Span, TokenCounter, TokenOffsets  # noqa: F401 - the chunker interface's types
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 class Chunker(ABC):
@@ -24,6 +27,9 @@ class Chunker(ABC):
     name: str = ""
     #: Bump when the splitting rules change, so chunk ids change with them.
     version: str = "1"
+    #: The component's settings, declared once: a pydantic model that checks its sub-section of the
+    #: config (``chunking.<name>``) when it is resolved; a plugin reads them with ``self.config.options()``.
+    Options: ClassVar[type[BaseModel] | None] = None
 
     def __init__(
         self,
@@ -168,4 +174,5 @@ def create_chunker(
         config = config.model_copy(update={"chunk_size": max_tokens,
                                            "chunk_overlap": min(config.chunk_overlap, max_tokens // 4)})
     cls = registry.resolve("chunker", config.strategy)
+    config.options()  # a plugin chunker's section (chunking.<name>), checked before it is built
     return cls(config, count_tokens, token_offsets, max_tokens)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import Config
+from ...config import Config, EmbeddedStoreConfig
 from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
@@ -46,6 +46,7 @@ def _workers() -> ThreadPoolExecutor:
 
 class EmbeddedStore(CatalogBacked, Store):
     name = "embedded"
+    Options = EmbeddedStoreConfig  # store.embedded
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         self.path = path

@@ -41,6 +41,7 @@ def address_of(settings: PostgresStoreConfig) -> Address:
 
 class PostgresStore(CatalogBacked, Store):
     name = "postgres"
+    Options = PostgresStoreConfig  # store.postgres
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         self.path = path
