@@ -4,8 +4,10 @@ The convqa-dev follow-up turns that have gold passages (MTRAG-UN) are asked of a
 serve`` app (in this process, under uvicorn) through the official ``openai`` SDK, with the
 extractive strategy (no LLM): once with the earlier turns as the conversation (user and assistant
 messages), once as the last question alone. A turn scores 1 when one of the answer's citations is
-a gold passage. Conversations are split in two by a hash of their id (``conversations.py``'s
-halves): "tune" and "report"; both are printed per domain, report is the figure to quote.
+a gold passage. The follow-ups MTRAG marks unanswerable are asked the same two ways, and a turn
+scores 1 when the answer cites nothing ("The sources do not say."). Conversations are split in two
+by a hash of their id (``conversations.py``'s halves): "tune" and "report"; both are printed per
+domain, report is the figure to quote.
 
     python benchmarks/chat_followups.py --data ../shared/datasets/convqa-dev
 """
@@ -63,32 +65,43 @@ def main() -> None:
     import openai
 
     rows = followups(args.data)[: args.limit or None]
+    unanswerable = followups(args.data, unanswerable=True)[: args.limit or None]
     domains = {c["_id"]: c.get("domain") or c.get("source") for c in map(json.loads, (args.data / "conversations.jsonl")
                                                                           .read_text().splitlines())}
     work = Path(tempfile.mkdtemp(prefix="chat-followups-"))
     url, server, thread, doc_of = serve_index(work / "index", args.data / "corpus.jsonl")
     client = openai.OpenAI(base_url=url, api_key="none", max_retries=0, timeout=600)
     cited: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    refused: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     try:
-        for n, row in enumerate(rows, 1):
+        for n, row in enumerate(rows + unanswerable, 1):
             domain = domains.get(row["id"]) or "?"
             for way, with_history in (("history", True), ("alone", False)):
                 reply = client.chat.completions.create(model="extractive", messages=messages(row, with_history))
-                docs = {doc_of.get(c["chunk_id"]) for c in reply.model_extra.get("citations", [])}
-                hit = float(bool(docs & set(row["gold"])))
+                citations = reply.model_extra.get("citations", [])
+                if row["gold"]:
+                    score, into = float(bool({doc_of.get(c["chunk_id"]) for c in citations} & set(row["gold"]))), cited
+                else:
+                    score, into = float(not citations), refused
                 for group in (half(row["id"]), "all"):
-                    cited[(group, domain, way)].append(hit)
-                    cited[(group, "every source", way)].append(hit)
+                    into[(group, domain, way)].append(score)
+                    into[(group, "every source", way)].append(score)
             if n % 20 == 0:
-                print(f"{n}/{len(rows)}", file=sys.stderr, flush=True)
+                print(f"{n}/{len(rows) + len(unanswerable)}", file=sys.stderr, flush=True)
     finally:
         server.should_exit = True
         thread.join()
-    print("| half | source | turns | gold cited, with history | gold cited, question alone | gain |")
+    table(cited, "gold cited")
+    print()
+    table(refused, "unanswerable refused")
+
+
+def table(scores: dict[tuple[str, str, str], list[float]], what: str) -> None:
+    print(f"| half | source | turns | {what}, with history | {what}, question alone | gain |")
     print("|---|---|---|---|---|---|")
     for group in ("tune", "report", "all"):
-        for domain in sorted({d for g, d, _ in cited if g == group}):
-            with_h, alone = cited[(group, domain, "history")], cited[(group, domain, "alone")]
+        for domain in sorted({d for g, d, _ in scores if g == group}):
+            with_h, alone = scores[(group, domain, "history")], scores[(group, domain, "alone")]
             a, b = sum(with_h) / len(with_h), sum(alone) / len(alone)
             print(f"| {group} | {domain} | {len(with_h)} | {a:.3f} | {b:.3f} | {a - b:+.3f} |")
 

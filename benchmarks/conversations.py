@@ -39,12 +39,15 @@ def history_of(turns: list[dict]) -> list[Turn]:
     return history
 
 
-def followups(data: Path) -> list[dict]:
+def followups(data: Path, unanswerable: bool = False) -> list[dict]:
+    """The follow-up turns with gold passages, or (``unanswerable``) those MTRAG marks unanswerable."""
     rows = []
     for line in (data / "conversations.jsonl").read_text().splitlines():
         conversation = json.loads(line)
         last = conversation["turns"][-1]
-        if last.get("multi_turn") == "Follow-up" and last.get("doc_ids"):
+        if last.get("multi_turn") != "Follow-up":
+            continue
+        if (last.get("answerability") == "UNANSWERABLE" and not last.get("doc_ids")) if unanswerable else last.get("doc_ids"):
             rows.append({"id": conversation["_id"], "question": last["question"], "gold": last["doc_ids"],
                          "history": history_of(conversation["turns"][:-1]), "answers": last.get("answers") or []})
     return rows

@@ -548,6 +548,11 @@ class AnswerConfig(Section):
         "below it the answer is 'The sources do not say.' Tuned on SQuAD-train train questions, each also asked "
         "of its own article without its paragraph and of another article (benchmarks/extractive_floor.py)"
     )
+    extractive_followup_min_relevance: float = Field(
+        0.3, ge=0.0, le=1.0, description="extractive: a follow-up the question alone does not clear the floor for is "
+        "answered when the question read after the previous one has a sentence this probable; tuned on the tune half "
+        "of convqa-dev's follow-ups, answerable and unanswerable (BENCHMARKS.md)"
+    )
     unanswerable_below: float = Field(
         0.02, ge=0.0, le=1.0, description="cross-encoder relevance of the best passage (0..1) below which the "
         "answer is 'The sources do not say.' without asking the LLM"

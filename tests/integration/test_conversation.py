@@ -53,6 +53,18 @@ def test_a_follow_up_is_searched_with_what_the_conversation_established(index) -
     assert Path(alone.citations.by_number(1).source).name != "utzon.md"  # on its own words it finds another architect
 
 
+def test_a_follow_up_the_question_alone_cannot_answer_is_answered_in_context(index) -> None:
+    history = [{"role": "user", "content": "Who designed the Sydney Opera House?"},
+               {"role": "assistant", "content": "The Danish architect Jørn Utzon [1]."}]
+    answer = index.ask("What about his birthplace?", history=history)
+    scored = next(step for step in answer.trace if step.name == "score sentences").detail
+    # No sentence answers "his birthplace" on its own words; read after the previous question, one does.
+    assert scored["best"] < scored["threshold"] <= scored["followup_threshold"] <= scored["best_in_context"]
+    assert scored["in_context"] == "Who designed the Sydney Opera House? What about his birthplace?"
+    assert "Copenhagen" in answer.text and Path(answer.citations[0].source).name == "utzon.md"
+    assert not index.ask("What about his birthplace?").citations  # without the conversation: refused
+
+
 def test_conversation_keeps_turns_and_numbers_citations_per_turn(index) -> None:
     conv = index.conversation()
     assert isinstance(conv, Conversation)

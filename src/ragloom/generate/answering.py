@@ -21,7 +21,7 @@ from ..context import Context, build_context
 from ..errors import ConfigError, ProviderError, RagloomWarning, ServiceUnavailableError
 from ..types import Answer, AnswerStep
 from ..models.llm import LLM, llm_unavailable, shared_llm
-from .followup import Rewrite, llm_rewrite, offline_rewrite
+from .followup import Rewrite, Turn, llm_rewrite, offline_rewrite
 from .conversation import HistoryItem, normalise_history
 from .prompts import NO_ANSWER, Prompts
 from .strategies import AnswerRequest, create_strategy, strategy_names
@@ -77,7 +77,7 @@ def ask_stream(
     name, model = choose(services.config, strategy or services.config.answer.strategy, llm)
     chosen = create_strategy(name)
     count = getattr(model, "count_tokens", None) or services.embedder().count_tokens
-    rewrite, rewrite_step = standalone(services, question, history, model, count)
+    rewrite, rewrite_step, turns = standalone(services, question, history, model, count)
     # Retrieval takes the standalone query; the strategy answers the question as asked (an LLM's
     # standalone question when it wrote one), over passages that are now about the right thing.
     asked = rewrite.query if rewrite.method == "llm" else question
@@ -86,6 +86,7 @@ def ask_stream(
                       mode=mode, count=count)
     if rewrite_step is not None:
         request.trace.insert(0, rewrite_step)
+        request.in_context = in_context(question, turns, rewrite)
     if context_first:
         yield request.context
     if chosen.needs_llm and not _relevant_enough(request):
@@ -111,12 +112,13 @@ def ask_stream(
 
 
 def standalone(services: AnswerServices, question: str, history: Sequence[HistoryItem] | None, model: LLM | None,
-               count: Callable[[str], int]) -> tuple[Rewrite, AnswerStep | None]:
-    """The query this turn is searched with (the question itself without history) and its trace step."""
+               count: Callable[[str], int]) -> tuple[Rewrite, AnswerStep | None, list[Turn]]:
+    """The query this turn is searched with (the question itself without history), its trace step,
+    and the earlier turns kept."""
     settings = services.config.answer
     turns, dropped = normalise_history(history, count, settings.history_tokens)
     if history is None:
-        return Rewrite(question, question, "none", "no history"), None
+        return Rewrite(question, question, "none", "no history"), None, turns
     began = time.perf_counter()
     how = settings.followup
     if how == "none" or not turns:
@@ -131,7 +133,16 @@ def standalone(services: AnswerServices, question: str, history: Sequence[Histor
             rewrite = Rewrite(rewrite.query, question, rewrite.method,
                               f"no LLM is available for answer.followup: llm; offline: {rewrite.reason}", rewrite.added)
     details: dict[str, Any] = {**rewrite.to_dict(), "history_turns": len(turns), "history_dropped": dropped}
-    return rewrite, AnswerStep("rewrite", (time.perf_counter() - began) * 1000, details)
+    return rewrite, AnswerStep("rewrite", (time.perf_counter() - began) * 1000, details), turns
+
+
+def in_context(question: str, turns: Sequence[Turn], rewrite: Rewrite) -> str | None:
+    """A follow-up that the offline rewrite had to complete, read after the previous user question
+    (the rewrite itself is a search query, not a question a sentence can answer); None otherwise."""
+    if rewrite.method != "offline":
+        return None
+    asked = [t.content.strip() for t in turns if t.role == "user" and t.content.strip()]
+    return f"{asked[-1]} {question.strip()}" if asked else None
 
 
 def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int | None, budget: int | None,

@@ -48,6 +48,9 @@ class AnswerRequest:
     trace: list[AnswerStep] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
+    #: A follow-up read after the conversation's previous question ("What is a CDN? Does it cost
+    #: more?"): what "it" and "them" point at, for judging which sentences answer the turn.
+    in_context: str | None = None
 
     def require_llm(self, strategy: str) -> LLM:
         if self.llm is None:

@@ -10,6 +10,13 @@ starts mid-thought; it is still scored alone, which measured better than scoring
 (40 SQuAD-train *train* questions: F1 0.119 / containment 0.45 with pairs against 0.167 / 0.825
 alone). When even the best unit's probability is below ``answer.extractive_min_relevance``,
 the answer is "The sources do not say." (BENCHMARKS.md "Hardening IV (issue 32)": the floor).
+
+A follow-up ("Does it make sense to use them together?") is also scored as read after the
+conversation's previous question, which says what "it" and "them" are: when no unit clears the
+floor on the question alone, the best are still quoted if one clears
+``answer.extractive_followup_min_relevance`` in context (stricter, so that a turn the sources do not
+answer is still refused: BENCHMARKS.md "Follow-ups through the chat endpoint"). Units still rank
+by the question alone: in context, the sentence that answered the previous question wins.
 """
 
 from __future__ import annotations
@@ -46,9 +53,11 @@ class Candidate:
     #: What is scored (the unit itself) and what is shown (with the unit it leans on, if any).
     text: str
     shown: str = ""
-    #: Cross-encoder logit (ranking) and its sigmoid (0..1, thresholds).
+    #: Cross-encoder logit against the question (ranking) and its sigmoid (0..1, thresholds).
     logit: float = 0.0
     score: float = 0.0
+    #: A follow-up's probability against the question read after the previous one (0 otherwise).
+    in_context: float = 0.0
 
 
 def units(sentences: Sequence[str]) -> list[str]:
@@ -101,14 +110,21 @@ def candidates(request: AnswerRequest, lean: bool = True) -> list[Candidate]:
     return found
 
 
-def select(scored: list[Candidate], limit: int, floor: float) -> list[Candidate]:
-    """The best units scoring ``floor`` or more and near the best, at most ``limit``, in reading order."""
+def select(scored: list[Candidate], limit: int, floor: float, followup_floor: float | None = None) -> list[Candidate]:
+    """The best units scoring ``floor`` or more and near the best, at most ``limit``, in reading order.
+
+    ``followup_floor``: a follow-up's units were also scored in context (``in_context``); when none
+    clears ``floor`` on the question alone, the best near the best are still taken if one clears
+    this in context (the conversation says what the question is about)."""
     if not scored:
         return []
     best = max(scored, key=lambda c: c.logit)
-    if best.score < floor:
+    if best.score >= floor:
+        near = [c for c in scored if c.score >= floor and c.logit >= best.logit - LOGIT_MARGIN]
+    elif followup_floor is not None and max(c.in_context for c in scored) >= followup_floor:
+        near = [c for c in scored if c.logit >= best.logit - LOGIT_MARGIN]
+    else:
         return []
-    near = [c for c in scored if c.score >= floor and c.logit >= best.logit - LOGIT_MARGIN]
     chosen = sorted(near, key=lambda c: -c.logit)[:limit]
     return sorted(chosen, key=lambda c: (c.number, c.position))
 
@@ -126,9 +142,17 @@ def compose(chosen: Sequence[Candidate]) -> list[tuple[str, Candidate]]:
 
 def score_candidates(request: AnswerRequest, found: list[Candidate]) -> list[Candidate]:
     assert request.scorer is not None, "extractive answers need the cross-encoder"
-    logits = request.scorer().logits(request.question, [c.text for c in found]) if found else []
-    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(sigmoid(np.array([x]))[0]))
-            for c, x in zip(found, logits)]
+    if not found:
+        return []
+    texts = [c.text for c in found]
+    logits = np.asarray(request.scorer().logits(request.question, texts), dtype=np.float64)
+    # In context a follow-up only decides whether there is an answer: ranked in context, the sentence
+    # that answered the previous question wins ("Where was he born?" after "Who designed it?").
+    in_context = (np.asarray(request.scorer().logits(request.in_context, texts), dtype=np.float64)
+                  if request.in_context else np.full(len(texts), -np.inf))
+    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(sigmoid(np.array([x]))[0]),
+                      float(sigmoid(np.array([y]))[0]))
+            for c, x, y in zip(found, logits, in_context)]
 
 
 class Extractive(Strategy):
@@ -139,10 +163,15 @@ class Extractive(Strategy):
         settings = request.settings
         with step(request, "score sentences") as detail:
             scored = score_candidates(request, candidates(request))
-            chosen = select(scored, settings.extractive_sentences, settings.extractive_min_relevance)
+            followup_floor = settings.extractive_followup_min_relevance if request.in_context else None
+            chosen = select(scored, settings.extractive_sentences, settings.extractive_min_relevance, followup_floor)
             detail.update(sentences=len(scored), chosen=[[c.number, round(c.score, 4)] for c in chosen],
                           best=round(max((c.score for c in scored), default=0.0), 4),
                           threshold=settings.extractive_min_relevance)
+            if request.in_context:
+                detail.update(in_context=request.in_context,
+                              best_in_context=round(max((c.in_context for c in scored), default=0.0), 4),
+                              followup_threshold=followup_floor)
         if not chosen:
             yield NO_ANSWER
             yield finish(request, NO_ANSWER, self.name)
