@@ -265,7 +265,7 @@ class EmbeddedStore(CatalogBacked, Store):
 
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         self._ensure_fresh()
-        return self._lexical(query, k, self._allowed_rows(conditions))
+        return self._lexical(query, k, conditions)
 
     def search_both(
         self, vector: np.ndarray, query: str, k: int, conditions: Sequence[Condition] = ()
@@ -277,8 +277,8 @@ class EmbeddedStore(CatalogBacked, Store):
         self._ensure_fresh()
         allowed = self._allowed_rows(conditions)
         if len(self.matrix) < PARALLEL_ROWS:
-            return self._dense(vector, k, allowed), self._lexical(query, k, allowed)
-        lexical = _workers().submit(self._lexical, query, k, allowed)
+            return self._dense(vector, k, allowed), self._lexical(query, k, conditions, allowed)
+        lexical = _workers().submit(self._lexical, query, k, conditions, allowed)
         try:
             dense = self._dense(vector, k, allowed)
         finally:
@@ -294,10 +294,18 @@ class EmbeddedStore(CatalogBacked, Store):
             lambda: self.matrix.search(vector, k, allowed), self._rebuild_matrix,
         )
 
-    def _lexical(self, query: str, k: int, allowed: np.ndarray | None) -> list[Candidate]:
+    def _lexical(self, query: str, k: int, conditions: Sequence[Condition],
+                 allowed: np.ndarray | None = None) -> list[Candidate]:
+        """BM25 among the chunks passing ``conditions``: inside tantivy by their metadata terms
+        where it can (a tenant's equalities), else among the allowed rows (read here if not given)."""
+        def search() -> list[Candidate]:
+            rows = allowed
+            if conditions and rows is None and self.lexical.metadata_filter(conditions) is None:
+                rows = self._allowed_rows(conditions)
+            return self.lexical.search(query, k, rows, conditions)
+
         return run_or_rebuild(
-            f"the BM25 index at {self.lexical.folder}",
-            lambda: self.lexical.search(query, k, allowed), self._rebuild_lexical,
+            f"the BM25 index at {self.lexical.folder}", search, self._rebuild_lexical,
         )
 
     def _ann_current(self) -> bool:
