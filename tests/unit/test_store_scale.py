@@ -388,6 +388,21 @@ def test_a_cached_filter_follows_new_writes(tmp_path, corpus):
         store.close()
 
 
+def test_the_count_kept_per_generation_follows_writes_from_this_store_and_another(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors[:1000], texts[:1000])
+    other = EmbeddedStore.open(tmp_path / "idx", Config())
+    try:
+        assert store.count() == store.count() == 1000
+        _write(store, vectors, texts, 1000, 100, "more")
+        assert store.count() == 1100
+        other.delete_source("/s/src0000.txt")  # 500 chunks, written by another connection
+        assert store.count() == 600 == other.count()
+    finally:
+        other.close()
+        store.close()
+
+
 def test_small_gathers_read_the_vector_file_without_mapping_it(tmp_path, corpus):
     """Rescoring reads rows with pread (so a search process's RSS does not grow by the pages
     of a 1.5 GB file); the result is the mapped file's bytes, and survives the file being

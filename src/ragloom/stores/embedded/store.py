@@ -68,6 +68,8 @@ class EmbeddedStore(CatalogBacked, Store):
         self._allowed: dict[tuple[int, str], np.ndarray] = {}
         #: (generation, rows, source number of each row, source paths): ``sources_where``'s table.
         self._row_source_table: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: (generation, chunks): ``count``'s last answer.
+        self._count: tuple[int, int] | None = None
 
     @classmethod
     def open(cls, path: Path, config: Config, read_only: bool = False) -> EmbeddedStore:
@@ -228,7 +230,14 @@ class EmbeddedStore(CatalogBacked, Store):
 
     # -- reading ------------------------------------------------------------------------------
     def count(self) -> int:
-        return self.catalog.count()
+        """Chunks in the index, counted once per generation: SQLite's COUNT(*) reads every row
+        (2.3 ms at 100k chunks), and a search asks up to four times (a filtered one, for its warnings)."""
+        # The generation first: a write between the two reads can only cache a newer count under
+        # the older generation, which the next call finds outdated.
+        generation = self.catalog.generation()
+        if self._count is None or self._count[0] != generation:
+            self._count = (generation, self.catalog.count())
+        return self._count[1]
 
     def source_chunks(self, path: str) -> list[Chunk]:
         return [chunk for _, chunk in self.catalog.iter_chunks(source=path)]
