@@ -3,7 +3,8 @@
 ``Index`` opens a :class:`Parts` and hands it (or the two or three things a step needs
 from it) to the ingest runner, the search pipeline, answering and knowledge sync, so none
 of them imports ``Index`` back. Models that take time to load (cross-encoders, LLMs) are
-kept by ``component(key, factory)``, once per index.
+kept by ``component(key, factory)``, once per index. The embedder is shared by the indexes of
+one process that use the same model (``embed/shared.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Config, EmbedderConfig
-from .embed.base import Embedder, create_embedder, is_default_embedder
+from .embed import shared
+from .embed.base import Embedder, is_default_embedder
 from .errors import IndexNotFoundError, ModelMismatchError, RagloomError
 from .stores.base import Store, create_store, exclusive_write_lock, store_exists
 from .stores.location import is_remote, locate, shown
@@ -65,11 +67,15 @@ class Parts:
                 settings = settings.model_copy(update={
                     "threads": self.config.embedder.threads, "sessions": self.config.embedder.sessions,
                     "batch_size": self.config.embedder.batch_size})
-                embedder = create_embedder(settings)
             else:
-                embedder = create_embedder(self.config.embedder)
-            if recorded:
-                check_same_embedder(recorded, embedder, self.path)
+                settings = self.config.embedder
+            embedder = shared.acquire(settings)  # one per model in the process (``embed/shared.py``)
+            try:
+                if recorded:
+                    check_same_embedder(recorded, embedder, self.path)
+            except BaseException:
+                shared.release(embedder)
+                raise
             self._embedder = embedder
         return self._embedder
 
@@ -81,8 +87,8 @@ class Parts:
             raise RagloomError(f"the index at {self.path} already records its embedder")
         if not self._owns_embedder:
             return
-        if self._embedder is not None and self._owns_embedder:
-            self._embedder.close()
+        if self._embedder is not None:
+            shared.release(self._embedder)
         self._embedder, self._owns_embedder = None, True
         self.config = self.config.model_copy(update={"embedder": settings})
 
@@ -99,7 +105,8 @@ class Parts:
                 closer()
         self.components.clear()
         if self._owns_embedder and self._embedder is not None:
-            self._embedder.close()
+            shared.release(self._embedder)  # closed by its last user
+            self._embedder = None
         self.store.close()
 
 

@@ -40,7 +40,8 @@ def _write(store: EmbeddedStore, vectors: np.ndarray, texts: list[str], first: i
     chunks = [
         Chunk(id=f"{i:08d}", text=texts[i], source=source, doc_id=str(i), chunk_index=i - first, start=0,
               end=len(texts[i]), policy="t", content_hash=content_hash(f"{texts[i]}|{i}"), token_count=12,
-              metadata={"group": i % 10, "rare": i % 200 == 0})
+              metadata={"group": i % 10, "rare": i % 200 == 0, "team": "abc"[i % 3],
+                        "tags": [f"t{i % 4}", [f"u{i % 5}"]], "level": [1.0, 2.5][i % 2]})
         for i in range(first, first + count)
     ]
     store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), chunks,
@@ -96,7 +97,8 @@ def test_a_very_selective_filter_falls_back_to_the_clause(tmp_path, corpus, monk
     store = _store(tmp_path / "idx", vectors, texts)
     try:
         monkeypatch.setattr(lexical_module, "OVER_FETCH_LIMIT", 50)  # force the clause for every filter
-        where = parse_where({"group": 3})
+        where = parse_where({"group": {"$gte": 3, "$lte": 3}})  # a range: not answered by metadata terms
+        assert store.lexical.metadata_filter(where) is None
         allowed = store._allowed_rows(where)
         got = [(c.chunk_id, round(c.score, 4)) for c in store.search_lexical("w5 w9", 20, where)]
         assert got == _reference_lexical(store, "w5 w9", 20, allowed)
@@ -123,6 +125,71 @@ def test_over_fetch_widens_until_nothing_unfetched_can_tie_the_kth(tmp_path, cor
                 assert got[:k] == _reference_lexical(store, query, k, allowed), (query, k)
     finally:
         store.close()
+
+
+#: Filters the metadata terms answer inside tantivy, and (with the second's kinds) what they mean:
+#: a number equals as a float, a text exactly, a boolean only a boolean; a list matches by any element.
+TERM_FILTERS = [
+    {"group": 3}, {"group": 3.0}, {"group": {"$in": [1, 2, 5]}}, {"rare": True}, {"team": "b"},
+    {"tags": "t2"}, {"tags": "u4"}, {"tags": {"$in": ["t1", "u0"]}}, {"level": 2.5}, {"group": 0, "team": "a"},
+    {"$and": [{"team": "b"}, {"team": "c"}]}, {"group": "3"}, {"rare": 1}, {"team": "B"}, {"missing": 1},
+]
+
+
+def test_equality_filters_run_inside_tantivy_and_equal_the_filter_by_rows(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    try:
+        rng = np.random.default_rng(4)
+        for where in TERM_FILTERS:
+            conditions = parse_where(where)
+            assert store.lexical.metadata_filter(conditions) is not None, where
+            allowed = store._allowed_rows(conditions)
+            for _ in range(6):
+                query = " ".join(rng.choice(WORDS[:40], size=3))
+                for k in (1, 10, 100):
+                    got = [(c.chunk_id, round(c.score, 4)) for c in store.search_lexical(query, k, conditions)]
+                    assert got == _reference_lexical(store, query, k, allowed), (where, query, k)
+                    if where == {"group": 3}:
+                        assert got and all(int(cid) % 10 == 3 for cid, _ in got)
+        for where in ({"group": "3"}, {"rare": 1}, {"team": "B"}, {"missing": 1}):  # other kinds, case, keys
+            assert not store.search_lexical("w1 w2 w3 w4", 10, parse_where(where)), where
+    finally:
+        store.close()
+
+
+def test_filters_the_terms_cannot_answer_filter_by_rows(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    try:
+        for where in ({"group": {"$ne": 4}}, {"group": {"$gt": 7}}, {"team": {"$contains": "b"}},
+                      {"team": "x" * 201}, {"group": 3, "level": {"$lt": 2}}):
+            conditions = parse_where(where)
+            assert store.lexical.metadata_filter(conditions) is None, where
+            got = [(c.chunk_id, round(c.score, 4)) for c in store.search_lexical("w5 w9", 20, conditions)]
+            assert got == _reference_lexical(store, "w5 w9", 20, store._allowed_rows(conditions)), where
+        with pytest.raises(ValueError, match="allowed rows"):  # never an unfiltered search by mistake
+            store.lexical.search("w5", 5, None, parse_where({"group": {"$ne": 4}}))
+    finally:
+        store.close()
+
+
+def test_an_index_stamped_before_the_metadata_terms_filters_by_rows(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors, texts)
+    store.close()
+    state = tmp_path / "idx" / "bm25" / "ragloom-state.json"
+    stamped = json.loads(state.read_text())
+    assert stamped.pop("metadata_terms") is True
+    state.write_text(json.dumps(stamped))
+    reader = EmbeddedStore.open(tmp_path / "idx", Config(), read_only=True)
+    try:
+        where = parse_where({"group": 3})
+        got = [(c.chunk_id, round(c.score, 4)) for c in reader.search_lexical("w5 w9", 20, where)]
+        assert not reader.lexical.metadata_terms and reader.lexical.metadata_filter(where) is None
+        assert got and got == _reference_lexical(reader, "w5 w9", 20, reader._allowed_rows(where))
+    finally:
+        reader.close()
 
 
 # -- the approximate index -------------------------------------------------------------------------
@@ -318,6 +385,21 @@ def test_a_cached_filter_follows_new_writes(tmp_path, corpus):
         assert hits[0].chunk_id == f"{2003:08d}"  # a row written after the filter was first used
         assert len(store._allowed_rows(where)) == len(before) + 10
     finally:
+        store.close()
+
+
+def test_the_count_kept_per_generation_follows_writes_from_this_store_and_another(tmp_path, corpus):
+    vectors, texts = corpus
+    store = _store(tmp_path / "idx", vectors[:1000], texts[:1000])
+    other = EmbeddedStore.open(tmp_path / "idx", Config())
+    try:
+        assert store.count() == store.count() == 1000
+        _write(store, vectors, texts, 1000, 100, "more")
+        assert store.count() == 1100
+        other.delete_source("/s/src0000.txt")  # 500 chunks, written by another connection
+        assert store.count() == 600 == other.count()
+    finally:
+        other.close()
         store.close()
 
 

@@ -5,7 +5,8 @@ Each chunk is read by its language's analyser, in that analyser family's own fie
 bigrams for Chinese, Japanese and Thai, Unicode-aware tokens for the rest); a query is read by
 every family the index holds. The index is a derived cache of SQLite, stamped with the
 generation it has caught up with (and the families it holds); a stale or damaged index is
-rebuilt from SQLite.
+rebuilt from SQLite. Each chunk's metadata is also indexed as exact terms (``metaterms.py``),
+so a tenant's equality filter is a term query inside tantivy.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import tantivy
 from ...errors import DiskFullError
 from ...lang import detect_language
 from .identifiers import camel_parts, identifiers
+from .metaterms import filter_terms, metadata_terms
 from ...lang.analysis import FAMILIES, Analyzers, english_analyzer, family_of, prepare
+from ...filters import Condition
 from ...types import Chunk
 from ..base import Candidate
 from ..derived import is_damage, warn_rebuilding
@@ -49,6 +52,8 @@ def _schema() -> tantivy.Schema:
     for family in FAMILIES.values():
         builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
     builder.add_text_field(IDENTIFIER_FIELD, stored=False, tokenizer_name="raw", index_option="freq")
+    # Last, so the fields before it keep their numbers in an index written before it existed.
+    builder.add_text_field(METADATA_FIELD, stored=False, tokenizer_name="raw", index_option="basic")
     return builder.build()
 
 
@@ -61,11 +66,15 @@ def _document(row: int, chunk: Chunk) -> tuple[tantivy.Document, str]:
     document.add_text("source", chunk.source)
     document.add_text(family.field, prepare(family.name, chunk.text))
     add_identifiers(document, chunk.text)
+    for term in metadata_terms(chunk.metadata):
+        document.add_text(METADATA_FIELD, term)
     return document, family.name
 
 
 #: The field holding each chunk's identifiers whole (``identifiers.py``).
 IDENTIFIER_FIELD = "ident"
+#: The field holding each chunk's metadata as ``key=value`` terms (``metaterms.py``).
+METADATA_FIELD = "meta"
 
 
 def add_identifiers(document: tantivy.Document, text: str) -> None:
@@ -108,7 +117,7 @@ def _share_like(model: Path, files: Sequence[Path]) -> None:
 
 
 class LexicalIndex:
-    """A tantivy index of (row, chunk id, source, text)."""
+    """A tantivy index of (row, chunk id, source, text, metadata terms)."""
 
     def __init__(self, folder: Path, threads: int = 0, read_only: bool = False) -> None:
         self.folder = folder
@@ -120,6 +129,8 @@ class LexicalIndex:
         self._analyzers = Analyzers()
         #: The analyser families whose fields hold text (a query is read by each of them).
         self.families: set[str] = set()
+        #: Whether every chunk's metadata terms are indexed (not in an index written before them).
+        self.metadata_terms = False
         self._writer: tantivy.IndexWriter | None = None
         self._dirty = False
         #: Where the files were copied to be read without a lock (``_open_unlocked``), if they were.
@@ -186,6 +197,7 @@ class LexicalIndex:
         """Throw the index away (it is damaged): start an empty one on disk, or in memory
         when this process may not write the folder. ``rebuild`` fills it."""
         self.close()
+        self.metadata_terms = False
         if in_memory or self.read_only:
             self.index = self._in_memory()
             return
@@ -205,14 +217,19 @@ class LexicalIndex:
             return -1
         # An index stamped before families were recorded holds English text only.
         self.families |= set(state.get("families", ["en"])) & set(FAMILIES)
+        # Only this code writes to an index of this schema (another one is rebuilt), so every
+        # chunk in an index stamped so holds its terms.
+        self.metadata_terms = bool(state.get("metadata_terms"))
         return generation
 
     def _stamp(self, generation: int) -> None:
+        self.metadata_terms = True
         if self.in_memory:
             self._memory_generation = generation
             return
         tmp = self.folder / "ragloom-state.tmp"
-        tmp.write_text(json.dumps({"generation": generation, "families": sorted(self.families)}))
+        state = {"generation": generation, "families": sorted(self.families), "metadata_terms": True}
+        tmp.write_text(json.dumps(state))
         os.replace(tmp, self.folder / "ragloom-state.json")
         _share_like(self.folder / "ragloom-state.json", [self.folder / name for name in _PRIVATE_FILES])
 
@@ -295,14 +312,33 @@ class LexicalIndex:
              for family, counts in weights.items() for term, count in counts.items()]
             + identifier_clauses(self.schema, query, self._analyzers.english))
 
-    def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None) -> list[Candidate]:
-        """BM25 top ``k`` (plus ties at the k-th score); ``allowed_rows`` (ascending) restricts the rows."""
+    def metadata_filter(self, conditions: Sequence[Condition]) -> tantivy.Query | None:
+        """A clause selecting the chunks that pass ``conditions``, made of metadata terms; None when
+        the index cannot answer them so (``metaterms.filter_terms``): then filter by rows."""
+        clauses = filter_terms(conditions) if self.metadata_terms else None
+        if not clauses:
+            return None
+        every = [(tantivy.Occur.Must, tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, METADATA_FIELD, term)) for term in terms]))
+            for terms in clauses]
+        return tantivy.Query.boolean_query(every)
+
+    def search(self, query: str, k: int, allowed_rows: Sequence[int] | None = None,
+               conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        """BM25 top ``k`` (plus ties at the k-th score) among the chunks passing ``conditions``,
+        answered by metadata terms where they can; else among ``allowed_rows`` (ascending, the
+        rows passing them) when given."""
         weights = self.term_weights(query)  # the query is analysed once
         if not weights or k <= 0:
             return []
         text_query = self.query_of(query, weights)
         searcher = self.index.searcher()
-        if allowed_rows is None:
+        selected = self.metadata_filter(conditions) if conditions else None
+        if conditions and selected is None and allowed_rows is None:
+            raise ValueError("a filter the metadata terms cannot answer needs its allowed rows")
+        if selected is not None:
+            hits = _top(searcher, _only(text_query, selected), k)
+        elif allowed_rows is None:
             hits = _top(searcher, text_query, k)
         else:
             allowed = np.asarray(allowed_rows, dtype=np.int64)
@@ -355,8 +391,11 @@ def _top_over_fetched(
 
 
 def _restricted(schema: tantivy.Schema, text_query: tantivy.Query, allowed: np.ndarray) -> tantivy.Query:
-    row_filter = tantivy.Query.term_set_query(schema, "row", [int(r) for r in allowed])
-    # A zero-weight filter clause: it selects rows without adding to the BM25 score.
+    return _only(text_query, tantivy.Query.term_set_query(schema, "row", [int(r) for r in allowed]))
+
+
+def _only(text_query: tantivy.Query, selection: tantivy.Query) -> tantivy.Query:
+    # A zero-weight filter clause: it selects chunks without adding to the BM25 score.
     return tantivy.Query.boolean_query(
-        [(tantivy.Occur.Must, text_query), (tantivy.Occur.Must, tantivy.Query.const_score_query(row_filter, 0.0))]
+        [(tantivy.Occur.Must, text_query), (tantivy.Occur.Must, tantivy.Query.const_score_query(selection, 0.0))]
     )
