@@ -19,6 +19,9 @@ from ragloom.stores.embedded.identifiers import camel_parts, identifiers
     ("how do I bake bread with a well-known recipe", []),
     ("use a tool, e.g. a drill, i.e. not a hammer", []),
     ("python get file extension", []),
+    # biomedical names and measures are words of prose, not identifiers to look up exactly
+    ("MicroRNA and miRNA regulate IgG, IL-10 and H2A.Z at 2.5 mg in mRNAs", []),
+    ("useState in UserService after 2.3.1", ["useState", "UserService", "2.3.1"]),
 ])
 def test_query_identifiers(query, expected):
     assert query_identifiers(query) == expected
