@@ -9,6 +9,7 @@ Hangul, Thai, Devanagari, Arabic, Cyrillic, Greek); Latin text is then undetermi
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
@@ -66,8 +67,19 @@ def mostly_non_english(texts: Iterable[str], share: float = 0.5) -> bool:
     return bool(shares) and 1.0 - shares.get("en", 0.0) > share
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def _identifier() -> Any:
+    # Loaded once, under a lock: the first searches of a server come on many threads at once, and
+    # lru_cache alone let each of them load the model (0.75 s of CPU each, measured; the twelve
+    # readers of a three-index server loaded it up to twelve times).
+    with _LOADING:
+        return _load_identifier()
+
+
+@lru_cache(maxsize=1)
+def _load_identifier() -> Any:
     try:
         from py3langid.langid import MODEL_FILE, LanguageIdentifier
     except ImportError:
