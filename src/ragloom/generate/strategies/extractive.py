@@ -150,9 +150,9 @@ def score_candidates(request: AnswerRequest, found: list[Candidate]) -> list[Can
     # that answered the previous question wins ("Where was he born?" after "Who designed it?").
     in_context = (np.asarray(request.scorer().logits(request.in_context, texts), dtype=np.float64)
                   if request.in_context else np.full(len(texts), -np.inf))
-    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(sigmoid(np.array([x]))[0]),
-                      float(sigmoid(np.array([y]))[0]))
-            for c, x, y in zip(found, logits, in_context)]
+    scores, context_scores = sigmoid(logits), sigmoid(in_context)
+    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(p), float(q))
+            for c, x, p, q in zip(found, logits, scores, context_scores)]
 
 
 class Extractive(Strategy):
