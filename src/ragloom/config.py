@@ -277,6 +277,10 @@ class QdrantStoreConfig(Section):
     catalog: str | None = Field(
         None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation "
         "and audit chain in that database (shared by every replica) instead of <index>/qdrant/ragloom.sqlite")
+    lexical: Literal["server", "local"] = Field(
+        "server", description="where a new collection's BM25 lives: server = sparse vectors with Qdrant's IDF "
+        "modifier (nothing kept on this disk), local = ragloom's tantivy index beside the collection; a collection "
+        "keeps what it was created with")
 
 
 class PostgresStoreConfig(Section):

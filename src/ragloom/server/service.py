@@ -273,6 +273,8 @@ def _reload_lexical(index: Index) -> None:
     """Show a reader the writer's last BM25 commit now. The embedded store's tantivy readers
     reload on their own only after a delay (about half a second), so a search right after an
     ingest would miss the new chunks on the lexical side."""
+    if getattr(index.store, "lexical_side", "local") != "local":
+        return  # the engine computes BM25: nothing to reload here
     lexical = getattr(index.store, "lexical", None)
     reload = getattr(getattr(lexical, "index", None), "reload", None)
     if callable(reload):

@@ -5,7 +5,11 @@ chunk ids (Qdrant takes only integers and UUIDs); the payload holds ``chunk_id``
 ``text``, ``source``, ``content_hash``, ``metadata`` (filtered as ``metadata.<key>``)
 and ``chunk`` (the remaining chunk fields). Qdrant matches list payloads element-wise,
 as ragloom's filter language does, so nearly every filter runs inside Qdrant.
-Sources registry, audit log and BM25 live beside the collection (see ``vectordb``).
+Sources registry and audit log live beside the collection (see ``vectordb``). BM25 is
+computed by Qdrant: each point also holds a sparse vector named ``bm25`` of its terms' BM25
+weights, which Qdrant scores with the IDF it keeps over the collection (``sparse_bm25``); a
+collection created with ``store.qdrant.lexical: local`` (or before this existed) keeps ragloom's
+tantivy index beside it instead.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ from ..errors import AuthenticationError, ServiceUnavailableError, StoreError
 from ..filters import Condition
 from ..optional import require
 from ..types import Chunk
-from .vectordb import Neighbour, VectorDBStore, chunk_fields, chunk_from_fields, unit_rows
+from .base import Candidate
+from .sparse_bm25 import AVGDL_META, SparseBM25, mean_length
+from .vectordb import Neighbour, Row, VectorDBStore, chunk_fields, chunk_from_fields, gather, unit_rows
 
 #: Namespace of the UUIDs that stand for chunk ids (uuid5 of the chunk id in it).
 POINT_NAMESPACE = uuid.UUID("6f1d6c3e-4b1e-5a8e-9a57-72616731f0f0")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")  # keys Qdrant's path syntax reads literally
 _BATCH = 256
+#: The name of each point's sparse BM25 vector (the dense vector is the unnamed one).
+SPARSE = "bm25"
 
 
 def point_id(chunk_id: str) -> str:
@@ -52,8 +60,12 @@ class QdrantStore(VectorDBStore):
 
         self.models = models
         self._ready = self.client.collection_exists(self.collection)
+        server_bm25 = settings.lexical == "server"
         if self._ready:
             self._check_distance()
+            server_bm25 = SPARSE in (self.client.get_collection(self.collection).config.params.sparse_vectors or {})
+        self.lexical_side = "server" if server_bm25 else "local"
+        self._sparse: SparseBM25 | None = None
         self._after_connect()
 
     @classmethod
@@ -71,8 +83,10 @@ class QdrantStore(VectorDBStore):
 
     def _create(self, dimension: int) -> None:
         m = self.models
+        sparse = {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)} if self.lexical_side == "server" else None
         self.client.create_collection(
-            self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE)
+            self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
+            sparse_vectors_config=sparse,
         )
         if not self.local:  # local mode scans payloads anyway; a server wants them indexed
             for field in ("source", "content_hash"):
@@ -84,17 +98,36 @@ class QdrantStore(VectorDBStore):
         if not self._ready:
             self._create(int(vectors.shape[1]))
         vectors = unit_rows(vectors)
+        sparse = self._bm25(chunks) if self.lexical_side == "server" else None
         for start in range(0, len(chunks), _BATCH):
             part = chunks[start : start + _BATCH]
+            dense = vectors[start : start + len(part)].tolist()
             self.client.upsert(
                 self.collection,
                 points=self.models.Batch(
                     ids=[point_id(c.id) for c in part],
-                    vectors=vectors[start : start + len(part)].tolist(),
+                    vectors=dense if sparse is None else {"": dense, SPARSE: [
+                        self.models.SparseVector(indices=i, values=v) for i, v in map(sparse.document, part)]},
                     payloads=[_payload(c) for c in part],
                 ),
                 wait=True,
             )
+
+    def _bm25(self, first: Sequence[Chunk]) -> SparseBM25:
+        """The sparse BM25 model; its mean chunk length is fixed by the first chunks ever written
+        (recorded in the catalog, so every replica and every later write uses the same one)."""
+        if self._sparse is None:
+            avgdl = self.catalog.get_meta(AVGDL_META)
+            if avgdl is None and first:
+                with self.catalog.transaction():  # two first writers: the one that commits first wins
+                    avgdl = self.catalog.get_meta(AVGDL_META)
+                    if avgdl is None:
+                        avgdl = round(mean_length(SparseBM25(), first), 3)
+                        self.catalog.set_meta(AVGDL_META, avgdl)
+            if avgdl is None:
+                return SparseBM25()  # nothing written yet: a query meets an empty collection
+            self._sparse = SparseBM25(float(avgdl))
+        return self._sparse
 
     def _remove(self, chunk_ids: Sequence[str]) -> None:
         if not self._ready:
@@ -113,9 +146,10 @@ class QdrantStore(VectorDBStore):
             return found
         for start in range(0, len(chunk_ids), _BATCH):
             ids = [point_id(cid) for cid in chunk_ids[start : start + _BATCH]]
-            for point in self.client.retrieve(self.collection, ids, with_payload=True, with_vectors=vectors):
+            for point in self.client.retrieve(self.collection, ids, with_payload=True,
+                                              with_vectors=self._dense_only if vectors else False):
                 chunk = _chunk(point.payload)
-                found[chunk.id] = (chunk, np.asarray(point.vector, dtype=np.float32) if vectors else None)
+                found[chunk.id] = (chunk, _dense(point.vector) if vectors else None)
         return found
 
     def _nearest(self, vector: np.ndarray, n: int, native: Any, want_metadata: bool) -> list[Neighbour]:
@@ -124,10 +158,10 @@ class QdrantStore(VectorDBStore):
         fields = ["chunk_id", "metadata"] if want_metadata else ["chunk_id"]
         points = self.client.query_points(
             self.collection, query=vector.tolist(), limit=n, query_filter=native, with_payload=fields,
-            with_vectors=True,
+            with_vectors=self._dense_only,
         ).points
         return [
-            (p.payload["chunk_id"], np.asarray(p.vector, dtype=np.float32),
+            (p.payload["chunk_id"], _dense(p.vector),
              p.payload.get("metadata", {}) if want_metadata else None)
             for p in points
         ]
@@ -138,7 +172,7 @@ class QdrantStore(VectorDBStore):
             part = list(content_hashes[start : start + _BATCH])
             condition = self.models.FieldCondition(key="content_hash", match=self.models.MatchAny(any=part))
             for point in self._scroll(self.models.Filter(must=[condition]), ["content_hash"], True):
-                found[point.payload["content_hash"]] = np.asarray(point.vector, dtype=np.float32)
+                found[point.payload["content_hash"]] = _dense(point.vector)
         return found
 
     def _scan(self) -> Iterator[list[Chunk]]:
@@ -156,7 +190,7 @@ class QdrantStore(VectorDBStore):
         while True:
             points, offset = self.client.scroll(
                 self.collection, scroll_filter=where, limit=1024, offset=offset,
-                with_payload=payload, with_vectors=vectors,
+                with_payload=payload, with_vectors=self._dense_only if vectors else False,
             )
             if points:
                 yield points
@@ -165,6 +199,31 @@ class QdrantStore(VectorDBStore):
 
     def _count(self) -> int:
         return int(self.client.count(self.collection, exact=True).count) if self._ready else 0
+
+    @property
+    def _dense_only(self) -> bool | list[str]:
+        """What to ask for to get a point's dense vector alone (not its sparse BM25 one)."""
+        return [""] if self.lexical_side == "server" else True
+
+    # -- BM25 in Qdrant ------------------------------------------------------------------------
+    def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
+        if self.lexical_side != "server":
+            return super().search_lexical(query, k, conditions)
+        indices, values = self._bm25(()).query(query)
+        if k <= 0 or not indices or not self._ready:
+            return []
+        native, residual = self._translate(conditions)
+        sparse = self.models.SparseVector(indices=indices, values=values)
+        fields = ["chunk_id", "metadata"] if residual else ["chunk_id"]
+
+        def fetch(n: int) -> list[Row]:
+            points = self.client.query_points(
+                self.collection, query=sparse, using=SPARSE, limit=n, query_filter=native, with_payload=fields,
+            ).points
+            return [(p.payload["chunk_id"], float(p.score), p.payload.get("metadata", {}) if residual else None)
+                    for p in points if p.score > 0]
+
+        return gather(fetch, k, residual, self._count())
 
     # -- filters ------------------------------------------------------------------------------
     def _translate(self, conditions: Sequence[Condition]) -> tuple[Any, list[Condition]]:
@@ -216,6 +275,11 @@ def _equals(models: Any, key: str, value: Any) -> Any | None:
     if isinstance(value, (int, float)):
         return models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
     return None
+
+
+def _dense(vector: Any) -> np.ndarray:
+    """A point's dense vector, whether Qdrant returned it alone or by name (``""``)."""
+    return np.asarray(vector[""] if isinstance(vector, dict) else vector, dtype=np.float32)
 
 
 def _match(field: str, value: str) -> Any:

@@ -79,7 +79,8 @@ class VectorDBStore(CatalogBacked, Store):
         if not read_only:
             folder.mkdir(parents=True, exist_ok=True)
         self.catalog = open_catalog(folder, read_only, catalog_url)
-        self.lexical = LexicalIndex(folder / "bm25", threads=threads, read_only=read_only)
+        self._lexical_index: LexicalIndex | None = None
+        self._lexical_options = (folder / "bm25", threads, read_only)
         self._lexical_pending: dict[str, list[Chunk] | None] = {}
         self._lexical_base = -1
 
@@ -91,6 +92,18 @@ class VectorDBStore(CatalogBacked, Store):
 
             return catalog_exists(catalog_url)
         return (path / cls.name / "ragloom.sqlite").is_file()
+
+    #: Where BM25 is computed: "local" (the tantivy index beside the collection) or "server".
+    lexical_side = "local"
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """The tantivy index beside the collection, opened on first use (a backend whose engine
+        computes BM25 never opens it)."""
+        if self._lexical_index is None:
+            folder, threads, read_only = self._lexical_options
+            self._lexical_index = LexicalIndex(folder, threads=threads, read_only=read_only)
+        return self._lexical_index
 
     def catalog_database(self) -> Any:
         return getattr(self.catalog, "db", None)  # None for a catalog in PostgreSQL
@@ -295,11 +308,15 @@ class VectorDBStore(CatalogBacked, Store):
     # -- the BM25 index beside the collection ------------------------------------------------
     def _note_lexical(self, source: str, chunks: list[Chunk] | None) -> None:
         """Remember a write to replay into BM25; the first one records the base generation."""
+        if self.lexical_side != "local":
+            return
         if not self._lexical_pending:
             self._lexical_base = self.catalog.generation()
         self._lexical_pending[source] = chunks
 
     def _refresh_lexical(self) -> None:
+        if self.lexical_side != "local":
+            return
         generation = self.catalog.generation()
         if self.lexical.generation() == generation:
             return
@@ -336,7 +353,8 @@ class VectorDBStore(CatalogBacked, Store):
         return total
 
     def close(self) -> None:
-        self.lexical.close()
+        if self._lexical_index is not None:
+            self._lexical_index.close()
         self.catalog.close()
 
 
