@@ -139,3 +139,36 @@ def test_the_mean_length_is_fixed_by_the_first_write_and_kept(tmp_path: Path) ->
         assert hits[0].chunk_id == synthetic_chunks("short.md", [0], lambda n: "river valley")[0].id
     finally:
         reopened.close()
+
+
+def test_reads_while_another_thread_writes_do_not_break_local_mode(tmp_path: Path) -> None:
+    """An ingest looks up cached vectors while its write-behind thread upserts: local mode's
+    arrays must never be read half-grown."""
+    import threading
+
+    store = _store(tmp_path / "index", "qdrant")
+    _write(store, "seed.md", SENTENCES[:2])
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            for n in range(20):
+                texts = [f"{SENTENCES[(n + i) % len(SENTENCES)]} part {n} {i}" for i in range(25)]
+                _write(store, f"s{n}.md", texts, first=100 + 25 * n)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        while not done.is_set():
+            store.cached_vectors([f"hash-{n}" for n in range(50)])
+            store.search_lexical("river valley", 5)
+    except BaseException as exc:  # noqa: BLE001 - reported below
+        failures.append(exc)
+    writer.join()
+    store.close()
+    assert failures == []

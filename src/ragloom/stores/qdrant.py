@@ -14,8 +14,10 @@ tantivy index beside it instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -277,6 +279,29 @@ def _equals(models: Any, key: str, value: Any) -> Any | None:
     return None
 
 
+class Serialized:
+    """A local-mode client whose calls run one at a time. Local mode keeps a collection in numpy
+    arrays that an upsert grows one point at a time, so a read on another thread (an ingest looks
+    up cached vectors while its write-behind thread upserts) could see the payloads and the
+    deletion mask at different lengths and fail; a server client needs no such lock."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.RLock()
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if not callable(attribute):
+            return attribute
+
+        @functools.wraps(attribute)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attribute(*args, **kwargs)
+
+        return call
+
+
 def _dense(vector: Any) -> np.ndarray:
     """A point's dense vector, whether Qdrant returned it alone or by name (``""``)."""
     return np.asarray(vector[""] if isinstance(vector, dict) else vector, dtype=np.float32)
@@ -310,7 +335,7 @@ def _connect(settings: QdrantStoreConfig, data_dir: Path | None) -> Any:
     if data_dir is not None:
         data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            return qdrant_client.QdrantClient(path=str(data_dir))
+            return Serialized(qdrant_client.QdrantClient(path=str(data_dir)))
         except RuntimeError as exc:  # local mode locks its folder
             raise StoreError(f"{data_dir} is in use by another Qdrant client ({exc}); close it first") from None
     api_key = settings.api_key or os.environ.get("QDRANT_API_KEY") or None
