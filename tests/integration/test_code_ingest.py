@@ -144,6 +144,17 @@ def test_an_identifier_in_a_query_finds_the_chunk_holding_it_first(ingested):
     assert hits[0].source.endswith("notes.txt")
 
 
+def test_dense_mode_is_the_embeddings_ranking_alone(ingested):
+    # Asked for dense search, the user gets the embedding's order: the identifier is not lifted.
+    index, _, _, token = ingested
+    query = f"what does the deployment guide say about {token}"
+    dense = index.search(query, k=5, mode="dense")
+    vector = index.embedder.embed_query(query)
+    expected = index.store.search_dense(vector, 5)
+    assert [h.chunk_id for h in dense] == [c.chunk_id for c in expected]
+    assert token not in dense[0].text
+
+
 def test_without_identifier_lookup_the_same_query_ranks_the_guides_first(ingested, embedder, tmp_path):
     # The control: the lift above is what brings the passage up, not the corpus.
     index, _, folder, token = ingested

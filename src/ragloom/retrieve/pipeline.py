@@ -108,7 +108,7 @@ class Pipeline:
                 if fallback is None or isinstance(exc, ModelMismatchError):
                     raise
                 return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
-            if plan.hint("identifiers"):
+            if plan.hint("identifiers") and getattr(self.retriever, "lifts_identifiers", True):
                 retrieved = with_identifiers(retrieved, plan, context)
                 hits = lift_identifiers(materialise(retrieved, depth + IDENTIFIER_FETCH, context, plan.conditions),
                                         plan, depth)

@@ -23,6 +23,10 @@ class DenseRetriever(Configured[NoOptions]):
 
     name: ClassVar[str] = "dense"
     Options = NoOptions
+    #: Dense search is the embedding's ranking alone: chunks holding the query's identifiers are
+    #: not lifted first (the default hybrid and lexical do that). Lifting them here cost SciFact's
+    #: dense ranking 0.0055 nDCG@10: gene names such as "H3K4me3" and "FoxO3a" are written like code.
+    lifts_identifiers: ClassVar[bool] = False
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         found = context.store.search_dense(context.query_vector(plan.text), depth, plan.conditions)
