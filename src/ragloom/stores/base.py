@@ -229,6 +229,12 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         when this store has none (they are then not available)."""
         return None
 
+    def structures_database(self) -> Any | None:
+        """Where the derived structures keep their tables: the SQLite catalog, or (a store whose
+        index lives in PostgreSQL) that index's ``Database``, whose schema has them; None when
+        this store has neither."""
+        return self.catalog_database()
+
     def ingest_jobs(self) -> Any | None:
         """The table of ingest jobs every server over this store shares (see
         ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
