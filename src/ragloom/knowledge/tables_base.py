@@ -51,6 +51,10 @@ class Tables(ABC):
     def has_rows(self, table: str) -> bool:
         """Whether ``table`` exists and holds a row (nothing is created)."""
 
+    def identity_follows(self, table: str, column: str) -> None:  # noqa: B027 - SQLite needs nothing
+        """After rows were inserted with explicit ids: new rows get ids above them (SQLite's
+        AUTOINCREMENT follows by itself; a PostgreSQL identity column does not)."""
+
     # -- derived from the above ------------------------------------------------------------------
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """Insert ``rows``, replacing the row with the same ``key``. Table and column names are the

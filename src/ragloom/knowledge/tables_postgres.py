@@ -60,3 +60,8 @@ class PostgresTables(Tables):
 
     def has_rows(self, table: str) -> bool:
         return self.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+
+    def identity_follows(self, table: str, column: str) -> None:
+        self.execute(
+            f"SELECT setval(pg_get_serial_sequence(?, ?), GREATEST(COALESCE(MAX({column}), 0), 1),"
+            f" COALESCE(MAX({column}), 0) > 0) FROM {table}", (table, column))

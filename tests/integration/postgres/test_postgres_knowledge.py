@@ -133,3 +133,81 @@ def test_a_version_2_index_gets_the_tables_when_opened_writable(url, postgres_se
         assert not status(upgraded).graph.built and rows(upgraded, "kg_entities") == []
     with Index.open(url, Config(), embedder=embedder, read_only=True) as reader:
         assert not status(reader).raptor.built
+
+
+def test_the_cli_builds_shows_and_searches_the_structures_of_a_database_index(url, corpus, tmp_path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    env |= {"COLUMNS": "200", "RAGLOOM_RAPTOR__STOP_BELOW": "2", "RAGLOOM_RAPTOR__CLUSTER_SIZE": "2"}  # 3 chunks
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, "-m", "ragloom", "--index", url, *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, f"ragloom {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+        return done
+
+    run("ingest", str(corpus), "--graph", "--quiet")
+    assert not (tmp_path / ".ragloom").exists()  # nothing of the index on this disk
+    shown = run("graph", "bolsheviks").stdout
+    assert "Bolsheviks" in shown and "Petrograd" in shown and "kerensky.txt" in shown
+    assert "entities)" in run("graph", "--communities").stdout
+    assert "summaries over 3 chunks (level 1: " in run("raptor", "rebuild").stdout
+    assert "L1" in run("raptor", "show", "-n", "2").stdout
+    found = json.loads(run("search", QUERY, "--mode", "graph", "-k", "3", "--json").stdout)
+    assert found and any("graph" in hit["scores"] for hit in found)
+    assert json.loads(run("search", QUERY, "--mode", "raptor", "-k", "3", "--json").stdout)
+    current = json.loads(run("status", "--json").stdout)
+    assert current["graph"]["built"] and current["graph"]["fresh"]
+    assert current["raptor"]["built"] and current["raptor"]["fresh"]
+    assert "entity graph" in run("status").stdout
+    moved = json.loads(run("migrate", "--from-index", url, "--to", "embedded", "--index-out", "copy", "--json").stdout)
+    assert moved["structures"] == ["entity graph", "RAPTOR tree"] and "warning" not in moved
+    copied = subprocess.run([sys.executable, "-m", "ragloom", "--index", "copy", "status", "--json"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert json.loads(copied.stdout)["graph"] == current["graph"]
+
+
+def test_qdrant_with_its_catalog_in_postgres_keeps_the_structures_there(url, corpus, tmp_path, embedder) -> None:
+    pytest.importorskip("qdrant_client")
+    settings = {"store": {"backend": "qdrant", "qdrant": {"catalog": url}}, "graph": {"enabled": True},
+                "raptor": {"enabled": True, "stop_below": 2, "cluster_size": 2}}
+    with Index.open(tmp_path / "index", Config.from_dict(settings), embedder=embedder) as index:
+        index.ingest([corpus])
+        assert isinstance(tables(index.store), PostgresTables)
+        assert Graph(tables(index.store)).find("Bolsheviks").mentions == 2
+        assert index.search(QUERY, k=2, mode="graph")
+        assert status(index).raptor.built and index.search(QUERY, k=2, mode="raptor")
+        assert not (tmp_path / "index" / "qdrant" / "ragloom.sqlite").exists()
+        index.remove(corpus)
+        for table in (*GRAPH_TABLES, *RAPTOR_TABLES):
+            assert rows(index, table) == [], table
+
+
+def test_migrate_copies_the_structures_there_and_back(url, corpus, tmp_path, embedder) -> None:
+    from ragloom.knowledge.copy import copy_structures
+    from ragloom.stores.migrate import migrate
+
+    settings = {**GRAPH, "raptor": {"enabled": True, "stop_below": 2, "cluster_size": 2}}
+    with Index.open(tmp_path / "local", Config.from_dict(settings), embedder=embedder) as local, \
+            Index.open(url, Config(), embedder=embedder) as remote, \
+            Index.open(tmp_path / "back", Config(), embedder=embedder) as back:
+        local.ingest([corpus])
+        for origin, target in ((local, remote), (remote, back)):
+            migrate(origin.store, target.store)
+            copied = copy_structures(origin.store, target.store)
+            assert copied.copied == ["entity graph", "RAPTOR tree"] and not copied.note
+            assert Graph(tables(target.store)).counts() == Graph(tables(local.store)).counts()
+            assert [n.id for n in Tree(tables(target.store)).nodes()] == [n.id for n in Tree(tables(local.store)).nodes()]
+            for mode in ("graph", "raptor"):
+                assert [h.chunk_id for h in target.search(QUERY, k=3, mode=mode)] == \
+                    [h.chunk_id for h in local.search(QUERY, k=3, mode=mode)], mode
+            assert status(target).graph.fresh and status(target).raptor.fresh
+        # New entities in the copy get ids of their own (the identity follows the copied ids).
+        (corpus / "trotsky.txt").write_text("Leon Trotsky commanded the Red Army in Moscow.\n")
+        assert remote.ingest([corpus]).ok
+        trotsky = Graph(tables(remote.store)).find("Leon Trotsky")
+        assert trotsky is not None and trotsky.id > max(r[0] for r in rows(local, "kg_entities"))
