@@ -27,7 +27,7 @@ def open_index(path: Path, embedder, **settings) -> Index:
 
 
 def rows(index: Index, table: str) -> list[tuple]:
-    return tables(index.store).db.execute(f"SELECT * FROM {table}").fetchall()
+    return tables(index.store).execute(f"SELECT * FROM {table}").fetchall()
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_removing_every_source_leaves_empty_tables(index: Index, corpus: Path) -
 def test_files_gone_from_a_folder_leave_no_orphans(index: Index, corpus: Path) -> None:
     (corpus / "valencia.txt").unlink()
     index.ingest([corpus])
-    db = tables(index.store).db
+    db = tables(index.store)
     assert Graph(tables(index.store)).find("Valencia CF") is None
     assert db.execute("SELECT COUNT(*) FROM kg_mentions WHERE entity_id NOT IN (SELECT id FROM kg_entities)"
                       ).fetchone()[0] == 0

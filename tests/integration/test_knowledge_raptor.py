@@ -82,7 +82,7 @@ def test_a_changed_source_re_summarises_only_the_clusters_it_touched(index: Inde
 
 def test_removing_every_source_leaves_empty_tables(index: Index, corpus: Path) -> None:
     index.remove(corpus)
-    db = tables(index.store).db
+    db = tables(index.store)
     for table in RAPTOR_TABLES:
         assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table
     with pytest.raises(MissingStructureError, match="ragloom ingest --raptor"):
