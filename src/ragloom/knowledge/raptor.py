@@ -148,7 +148,7 @@ class Summarizer:
         return extractive_summary(texts, vectors, self.config.summary_sentences)
 
 
-# -- the tree in the index database -------------------------------------------------------------------------------
+# -- the tree in the index database --------------------------------------------------------------------
 class Tree:
     def __init__(self, store_tables: Tables) -> None:
         self.tables = store_tables
@@ -266,7 +266,6 @@ def rebuild(parts: IndexParts) -> dict[str, Any]:
 
 def _sync_leaves(parts: IndexParts, store_tables: Tables) -> tuple[set[str], set[str]]:
     """Leaves follow the sources; return (leaf ids gone, leaf ids new)."""
-
     db = store_tables
     sources = {r.path: r.content_hash for r in parts.store.list_sources()}
     have = dict(db.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
