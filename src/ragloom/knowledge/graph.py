@@ -1,4 +1,4 @@
-"""The entity graph in SQLite: entities, mentions (chunk -> entity) and relations.
+"""The entity graph in the index database: entities, mentions (chunk -> entity) and relations.
 
 A relation row is one piece of evidence: a pair of entities related in one chunk.
 A source owns its mentions and evidence rows; replacing or removing it deletes just
@@ -47,7 +47,6 @@ class Graph:
 
     def __init__(self, tables: Tables) -> None:
         self.tables = tables
-        self.db = tables.db
 
     # -- writing --------------------------------------------------------------------------------
     def replace_source(
@@ -63,17 +62,17 @@ class Graph:
             for chunk, (mentions, relations) in zip(chunks, keyed):
                 db.executemany(
                     "INSERT INTO kg_mentions(chunk_id, source, entity_id, count) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT(chunk_id, entity_id) DO UPDATE SET count = count + excluded.count",
+                    " ON CONFLICT(chunk_id, entity_id) DO UPDATE SET count = kg_mentions.count + excluded.count",
                     [(chunk.id, path, ids[key], count) for key, (_, count) in mentions.items()],
                 )
                 db.executemany(
                     "INSERT INTO kg_relations(head, tail, chunk_id, source, description, weight)"
                     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(head, tail, chunk_id)"
-                    " DO UPDATE SET weight = weight + excluded.weight",
+                    " DO UPDATE SET weight = kg_relations.weight + excluded.weight",
                     [(ids[h], ids[t], chunk.id, path, d, w) for (h, t), (d, w) in relations.items()],
                 )
-            db.execute("INSERT OR REPLACE INTO kg_sources VALUES (?, ?, ?, ?, ?, ?)",
-                       (path, content_hash, extractor, len(chunks), skipped, seconds))
+            db.upsert("kg_sources", ("path", "content_hash", "extractor", "chunks", "skipped", "seconds"), ("path",),
+                      [(path, content_hash, extractor, len(chunks), skipped, seconds)])
             self._prune(db)
         return skipped
 
@@ -84,18 +83,18 @@ class Graph:
             self._prune(db)
 
     @staticmethod
-    def _delete_source_rows(db: Any, path: str) -> None:
+    def _delete_source_rows(db: Tables, path: str) -> None:
         db.execute("DELETE FROM kg_mentions WHERE source = ?", (path,))
         db.execute("DELETE FROM kg_relations WHERE source = ?", (path,))
 
     @staticmethod
-    def _prune(db: Any) -> None:
+    def _prune(db: Tables) -> None:
         """Entities without a mention go, with their community memberships."""
         db.execute("DELETE FROM kg_communities WHERE entity_id NOT IN (SELECT entity_id FROM kg_mentions)")
         db.execute("DELETE FROM kg_entities WHERE id NOT IN (SELECT entity_id FROM kg_mentions)")
         db.execute("DELETE FROM kg_community_summaries WHERE id NOT IN (SELECT id FROM kg_communities)")
 
-    def _entity_ids(self, db: Any, keyed: Sequence[tuple[dict[str, Any], dict[Any, Any]]]) -> dict[str, int]:
+    def _entity_ids(self, db: Tables, keyed: Sequence[tuple[dict[str, Any], dict[Any, Any]]]) -> dict[str, int]:
         first: dict[str, Any] = {}
         for mentions, _ in keyed:
             for key, (entity, _) in mentions.items():
@@ -104,8 +103,9 @@ class Graph:
                     first[key] = entity
         db.executemany(
             "INSERT INTO kg_entities(key, name, type, description) VALUES (?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET"
-            " type = CASE WHEN type = '' THEN excluded.type ELSE type END,"
-            " description = CASE WHEN description = '' THEN excluded.description ELSE description END",
+            " type = CASE WHEN kg_entities.type = '' THEN excluded.type ELSE kg_entities.type END,"
+            " description = CASE WHEN kg_entities.description = '' THEN excluded.description"
+            " ELSE kg_entities.description END",
             [(key, e.name, e.type, e.description) for key, e in first.items()],
         )
         return {key: eid for key, eid in self.tables.select_in("SELECT key, id FROM kg_entities WHERE key", list(first))}
@@ -113,14 +113,14 @@ class Graph:
     # -- state ------------------------------------------------------------------------------------
     def built_sources(self) -> dict[str, tuple[str, str]]:
         """Source path -> (content hash, extractor id) the graph was built from."""
-        return {p: (h, x) for p, h, x in self.db.execute("SELECT path, content_hash, extractor FROM kg_sources")}
+        return {p: (h, x) for p, h, x in self.tables.execute("SELECT path, content_hash, extractor FROM kg_sources")}
 
     def counts(self) -> dict[str, int]:
-        one = lambda q: int(self.db.execute(q).fetchone()[0])
+        one = lambda q: int(self.tables.execute(q).fetchone()[0])
         return {
             "entities": one("SELECT COUNT(*) FROM kg_entities"),
             "mentions": one("SELECT COUNT(*) FROM kg_mentions"),
-            "relations": one("SELECT COUNT(*) FROM (SELECT DISTINCT head, tail FROM kg_relations)"),
+            "relations": one("SELECT COUNT(*) FROM (SELECT DISTINCT head, tail FROM kg_relations) AS pairs"),
             "evidence": one("SELECT COUNT(*) FROM kg_relations"),
             "sources": one("SELECT COUNT(*) FROM kg_sources"),
             "skipped_chunks": one("SELECT COALESCE(SUM(skipped), 0) FROM kg_sources"),
@@ -129,7 +129,7 @@ class Graph:
 
     # -- reading ---------------------------------------------------------------------------------
     def find(self, name: str, aliases: Mapping[str, str] | None = None) -> EntityInfo | None:
-        row = self.db.execute(
+        row = self.tables.execute(
             "SELECT e.id, e.name, e.type, e.description, COUNT(m.chunk_id) FROM kg_entities e"
             " LEFT JOIN kg_mentions m ON m.entity_id = e.id WHERE e.key = ? GROUP BY e.id",
             (entity_key(name, aliases),),
@@ -137,7 +137,7 @@ class Graph:
         return EntityInfo(*row) if row else None
 
     def search_names(self, text: str, limit: int = 10) -> list[EntityInfo]:
-        rows = self.db.execute(
+        rows = self.tables.execute(
             "SELECT e.id, e.name, e.type, e.description, COUNT(m.chunk_id) AS n FROM kg_entities e"
             " JOIN kg_mentions m ON m.entity_id = e.id WHERE e.key LIKE ? GROUP BY e.id ORDER BY n DESC, e.name LIMIT ?",
             (f"%{entity_key(text)}%", limit),
@@ -145,17 +145,17 @@ class Graph:
         return [EntityInfo(*row) for row in rows]
 
     def top_entities(self, limit: int = 20) -> list[EntityInfo]:
-        rows = self.db.execute(
+        rows = self.tables.execute(
             "SELECT e.id, e.name, e.type, e.description, COUNT(m.chunk_id) AS n FROM kg_entities e"
             " JOIN kg_mentions m ON m.entity_id = e.id GROUP BY e.id ORDER BY n DESC, e.name LIMIT ?", (limit,))
         return [EntityInfo(*row) for row in rows]
 
     def neighbours(self, entity_id: int, limit: int = _FANOUT) -> list[tuple[EntityInfo, float, str]]:
         """(neighbour, summed weight, one description) by weight, strongest first."""
-        rows = self.db.execute(
+        rows = self.tables.execute(
             "SELECT other, SUM(weight) AS w, MAX(description) FROM ("
             " SELECT tail AS other, weight, description FROM kg_relations WHERE head = ?"
-            " UNION ALL SELECT head AS other, weight, description FROM kg_relations WHERE tail = ?)"
+            " UNION ALL SELECT head AS other, weight, description FROM kg_relations WHERE tail = ?) AS edges"
             " GROUP BY other ORDER BY w DESC, other LIMIT ?",
             (entity_id, entity_id, limit),
         ).fetchall()
@@ -253,12 +253,12 @@ class Graph:
 
         nx = require("networkx", extra="graph", feature="graph export and communities")
         graph = nx.Graph()
-        for eid, name, etype, description, mentions in self.db.execute(
+        for eid, name, etype, description, mentions in self.tables.execute(
             "SELECT e.id, e.name, e.type, e.description, COUNT(m.chunk_id) FROM kg_entities e"
             " JOIN kg_mentions m ON m.entity_id = e.id GROUP BY e.id"
         ):
             graph.add_node(eid, label=name, type=etype, description=description, mentions=mentions)
-        for head, tail, weight, chunks in self.db.execute(
+        for head, tail, weight, chunks in self.tables.execute(
             "SELECT head, tail, SUM(weight), COUNT(*) FROM kg_relations GROUP BY head, tail"
         ):
             if graph.has_edge(head, tail):

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import MissingStructureError
 from ..optional import require
 from ..types import sha256_hex
-from .structures import StructureState, has_table_rows, knowledge_llm, source_chunks
+from .structures import StructureState, has_table_rows, has_table_rows_in, knowledge_llm, source_chunks
 from .tables import Tables, tables
 
 if TYPE_CHECKING:
@@ -148,22 +148,21 @@ class Summarizer:
         return extractive_summary(texts, vectors, self.config.summary_sentences)
 
 
-# -- the tree in SQLite -------------------------------------------------------------------------------
+# -- the tree in the index database --------------------------------------------------------------------
 class Tree:
     def __init__(self, store_tables: Tables) -> None:
         self.tables = store_tables
-        self.db = store_tables.db
 
     def nodes(self) -> list[Node]:
         return [Node(i, lvl, text, json.loads(ch), json.loads(lv), np.frombuffer(v, dtype=np.float32), bool(d))
-                for i, lvl, text, ch, lv, v, d in self.db.execute(
+                for i, lvl, text, ch, lv, v, d in self.tables.execute(
                     "SELECT id, level, text, children, leaves, vector, dirty FROM raptor_nodes ORDER BY level, id")]
 
     def save(self, nodes: Sequence[Node], delete: Sequence[str] = ()) -> None:
         with self.tables.transaction() as db:
             db.executemany("DELETE FROM raptor_nodes WHERE id = ?", [(i,) for i in delete])
-            db.executemany(
-                "INSERT OR REPLACE INTO raptor_nodes VALUES (?, ?, ?, ?, ?, ?, ?)",
+            db.upsert(
+                "raptor_nodes", ("id", "level", "text", "children", "leaves", "vector", "dirty"), ("id",),
                 [(n.id, n.level, n.text, json.dumps(n.children), json.dumps(n.leaves),
                   np.asarray(n.vector, dtype=np.float32).tobytes(), int(n.dirty)) for n in nodes])
             self._bump()
@@ -186,12 +185,12 @@ class Tree:
 
     def leaves(self) -> dict[str, tuple[str, str]]:
         """Leaf chunk id -> (source, content hash)."""
-        return {c: (s, h) for c, s, h in self.db.execute("SELECT chunk_id, source, content_hash FROM raptor_leaves")}
+        return {c: (s, h) for c, s, h in self.tables.execute("SELECT chunk_id, source, content_hash FROM raptor_leaves")}
 
     def counts(self) -> dict[str, Any]:
-        levels = dict(self.db.execute("SELECT level, COUNT(*) FROM raptor_nodes GROUP BY level").fetchall())
-        dirty = int(self.db.execute("SELECT COUNT(*) FROM raptor_nodes WHERE dirty = 1").fetchone()[0])
-        leaves = int(self.db.execute("SELECT COUNT(*) FROM raptor_leaves").fetchone()[0])
+        levels = dict(self.tables.execute("SELECT level, COUNT(*) FROM raptor_nodes GROUP BY level").fetchall())
+        dirty = int(self.tables.execute("SELECT COUNT(*) FROM raptor_nodes WHERE dirty = 1").fetchone()[0])
+        leaves = int(self.tables.execute("SELECT COUNT(*) FROM raptor_leaves").fetchone()[0])
         meta = self.meta()
         built = int(meta.get("built_leaves", 0))
         return {"levels": {int(k): v for k, v in levels.items()}, "nodes": sum(levels.values()), "dirty": dirty,
@@ -267,8 +266,7 @@ def rebuild(parts: IndexParts) -> dict[str, Any]:
 
 def _sync_leaves(parts: IndexParts, store_tables: Tables) -> tuple[set[str], set[str]]:
     """Leaves follow the sources; return (leaf ids gone, leaf ids new)."""
-
-    db = store_tables.db
+    db = store_tables
     sources = {r.path: r.content_hash for r in parts.store.list_sources()}
     have = dict(db.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
     gone: set[str] = set()
@@ -278,10 +276,10 @@ def _sync_leaves(parts: IndexParts, store_tables: Tables) -> tuple[set[str], set
         with store_tables.transaction():
             gone |= {r[0] for r in db.execute("SELECT chunk_id FROM raptor_leaves WHERE source = ?", (path,))}
             db.execute("DELETE FROM raptor_leaves WHERE source = ?", (path,))
-            db.executemany("INSERT OR REPLACE INTO raptor_leaves VALUES (?, ?, ?)",
-                           [(c.id, path, c.content_hash) for c in chunks])
+            db.upsert("raptor_leaves", ("chunk_id", "source", "content_hash"), ("chunk_id",),
+                      [(c.id, path, c.content_hash) for c in chunks])
             if path in sources:
-                db.execute("INSERT OR REPLACE INTO raptor_sources VALUES (?, ?)", (path, sources[path]))
+                db.upsert("raptor_sources", ("path", "content_hash"), ("path",), [(path, sources[path])])
             else:
                 db.execute("DELETE FROM raptor_sources WHERE path = ?", (path,))
         new |= {c.id for c in chunks}
@@ -366,7 +364,7 @@ def raptor_state(parts: IndexParts) -> StructureState:
         return state
     store_tables = tables(parts.store)
     sources = {r.path: r.content_hash for r in parts.store.list_sources()}
-    have = dict(store_tables.db.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
+    have = dict(store_tables.execute("SELECT path, content_hash FROM raptor_sources").fetchall())
     state.stale_sources = sorted(p for p, h in sources.items() if have.get(p) != h)
     state.removed_sources = sorted(set(have) - set(sources))
     state.counts = Tree(store_tables).counts()
@@ -396,10 +394,7 @@ _VIEWS: weakref.WeakKeyDictionary[Store, TreeView] = weakref.WeakKeyDictionary()
 
 def tree_view(index_store: Store) -> TreeView:
     """The tree of this store, loaded once and again only after it changed."""
-    db = index_store.catalog_database()
-    exists = db is not None and db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'raptor_nodes'").fetchone()
-    if not exists or db.execute("SELECT 1 FROM raptor_nodes LIMIT 1").fetchone() is None:
+    if not has_table_rows_in(index_store, "raptor_nodes"):
         raise MissingStructureError(
             "this index has no RAPTOR tree; build it with `ragloom ingest --raptor PATH` "
             "(or set raptor.enabled: true in ragloom.yaml and ingest), or `ragloom raptor rebuild`"

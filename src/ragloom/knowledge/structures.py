@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..types import Chunk
+from .tables import has_rows_in
 
 if TYPE_CHECKING:
     from ..models.llm import LLM
@@ -43,11 +44,7 @@ def has_table_rows(parts: IndexParts, table: str) -> bool:
 
 
 def has_table_rows_in(store: Store, table: str) -> bool:
-    db = store.catalog_database()
-    if db is None:
-        return False
-    exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-    return bool(exists) and db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+    return has_rows_in(store, table)
 
 
 def source_chunks(parts: IndexParts, path: str) -> list[Chunk]:

@@ -224,10 +224,16 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         return path.is_dir()
 
     def catalog_database(self) -> sqlite3.Connection | None:
-        """The SQLite database in which the derived structures (the entity graph, the RAPTOR
-        tree, the model-output cache) keep their tables beside the sources registry; None
-        when this store has none (they are then not available)."""
+        """The SQLite database of the sources registry, or None when this store keeps its
+        catalog elsewhere (PostgreSQL) or has none."""
         return None
+
+    def structures_database(self) -> Any | None:
+        """Where the derived structures (the entity graph, the RAPTOR tree, the model-output
+        cache) keep their tables beside the sources registry: the SQLite catalog, or (a store
+        whose index or catalog lives in PostgreSQL) that index's ``Database``, whose schema has
+        them; None when this store has neither (the structures are then not available)."""
+        return self.catalog_database()
 
     def ingest_jobs(self) -> Any | None:
         """The table of ingest jobs every server over this store shares (see

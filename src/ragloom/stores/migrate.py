@@ -5,6 +5,10 @@ copied source by source through the ``Store`` interface, so a migration is an
 ordinary sequence of ``replace_source`` calls: each is atomic on the target, an
 interrupted migration is resumed by running it again (sources already copied
 unchanged are skipped), and sources the origin no longer has are removed.
+
+The derived structures (the entity graph, its communities, the RAPTOR tree, the
+model-output cache) are not the store's to copy: ``ragloom migrate`` copies their tables
+after this, with ``knowledge.copy.copy_structures``, in one transaction on the target.
 """
 
 from __future__ import annotations

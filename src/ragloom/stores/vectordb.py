@@ -108,6 +108,11 @@ class VectorDBStore(CatalogBacked, Store):
     def catalog_database(self) -> Any:
         return getattr(self.catalog, "db", None)  # None for a catalog in PostgreSQL
 
+    def structures_database(self) -> Any:
+        """The catalog's database: SQLite beside the collection, or the PostgreSQL one every replica shares."""
+        db = self.catalog_database()
+        return db if db is not None else getattr(self.catalog, "database", None)
+
     def ingest_jobs(self) -> Any | None:
         """With the catalog in PostgreSQL, ingest jobs are there too, shared by every replica."""
         if self.catalog_url is None:

@@ -336,6 +336,32 @@ class SourceRegistryConformance(StoreFixtures):
         db = store.catalog_database()
         assert db is None or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
 
+    def test_the_derived_structures_have_tables_or_the_store_says_it_keeps_none(self, shared: tuple) -> None:
+        from ..errors import StoreError
+        from ..knowledge.tables import tables
+
+        store, _ = shared
+        if store.structures_database() is None:
+            with pytest.raises(StoreError, match="keeps tables"):
+                tables(store)
+            return
+        kept = tables(store)
+        columns, key = ("path", "content_hash"), ("path",)
+        with kept.transaction():
+            kept.upsert("raptor_sources", columns, key, [("z.md", "1"), ("y.md", "2")])
+            kept.upsert("raptor_sources", columns, key, [("z.md", "3")])
+        with pytest.raises(RuntimeError), kept.transaction():  # a failed write leaves nothing behind
+            kept.upsert("raptor_sources", columns, key, [("x.md", "4")])
+            raise RuntimeError("stop")
+        found = kept.select_in("SELECT path, content_hash FROM raptor_sources WHERE path", ["z.md", "y.md", "x.md", "z.md"])
+        assert sorted(found) == [("y.md", "2"), ("z.md", "3")]
+        assert kept.has_rows("raptor_sources") and not kept.has_rows("raptor_nodes")
+        kept.cache({"n": [1, 2]}, "conformance", store.name)
+        assert kept.cached("conformance", store.name) == {"n": [1, 2]} and kept.cached("missing") is None
+        with kept.transaction():
+            kept.execute("DELETE FROM raptor_sources WHERE path = ? OR path = ?", ("z.md", "y.md"))
+        assert not kept.has_rows("raptor_sources")
+
 
 class ChunkSearchConformance(StoreFixtures):
     """``ChunkSearch``: reading chunks back, dense and BM25 search, filters, the tie rule."""

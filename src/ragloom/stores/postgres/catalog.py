@@ -36,7 +36,7 @@ class PostgresCatalog:
         self.read_only = database.read_only
         #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
         self.operation: dict[str, Any] | None = None
-        self.db = None  # no SQLite database: the derived structures that need one are unavailable
+        self.db = None  # no SQLite database: the derived structures live in this schema (``database``)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import AuthenticationError, IndexReadOnlyError, ServiceUnavailableError, StoreError
 from ...optional import require
 from .address import Address, mask_password
-from .schema import SCHEMA_VERSION, create_schema
+from .schema import SCHEMA_VERSION, UPGRADABLE_FROM, create_schema, upgrade_schema
 
 #: The extension that holds the vectors (a module constant, so a test can name a missing one).
 EXTENSION = "vector"
@@ -82,6 +82,9 @@ class Database:
             found = _schema_version(connection, self.address.schema)
             if found is None and create:
                 create_schema(connection, self.address.schema, self.language)
+                found = SCHEMA_VERSION
+            elif found is not None and UPGRADABLE_FROM <= found < SCHEMA_VERSION and create:
+                upgrade_schema(connection, self.address.schema, found)
                 found = SCHEMA_VERSION
             check_version(found, self.address)
 
@@ -202,6 +205,12 @@ def check_version(found: int | None, address: Address) -> None:
         raise StoreError(
             f"the index {address.shown()} was written by a newer ragloom (schema {found}, this one reads "
             f"{SCHEMA_VERSION}); upgrade ragloom to use it"
+        )
+    if found >= UPGRADABLE_FROM:  # only a read-only open gets here: upgrading writes
+        raise StoreError(
+            f"the index {address.shown()} was written by an older ragloom (schema {found}, this one reads "
+            f"{SCHEMA_VERSION}); open it once writable (e.g. `ragloom --index URL audit`) to add the new tables "
+            "in place"
         )
     raise StoreError(
         f"the index {address.shown()} was written by an older ragloom (schema {found}, this one reads "

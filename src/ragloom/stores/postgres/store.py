@@ -1,7 +1,8 @@
 """PostgresStore: every piece of an index in one PostgreSQL database (pgvector for the vectors).
 
 Sources registry, chunks with JSONB metadata, vectors, BM25 postings and statistics, the
-generation, the audit chain and the vector cache (by content hash) are tables of the index's
+generation, the audit chain, the vector cache (by content hash) and the derived structures
+(the entity graph, its communities, the RAPTOR tree, the model-output cache) are tables of the index's
 schema; nothing is kept beside the process, so any number of replicas can serve one index.
 The index is named by ``store.postgres.url`` and ``store.postgres.index`` (or
 ``--index postgresql://USER@HOST/DB?index=NAME``); the local index directory is not used.
@@ -65,6 +66,9 @@ class PostgresStore(CatalogBacked, Store):
 
     def catalog_database(self) -> None:
         return None
+
+    def structures_database(self) -> Database:
+        return self.database  # the graph and the tree are tables of the index's schema
 
     def ingest_jobs(self) -> PostgresJobs:
         return PostgresJobs(self.settings.url or "", self.address.index)
