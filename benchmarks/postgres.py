@@ -15,7 +15,8 @@ nDCG@10 of both and how many queries get the same top 10 / top 100.
 written through ``PostgresStore`` in sources of 1,000: load rate, the approximate index's build
 time (``--ann``: IVFFlat, the default, or HNSW), dense / 10%-filtered dense / lexical / hybrid p50
 and p95, recall@10 of dense against exact search and of BM25 against every posting read,
-database size.
+database size, and the memory of this process and of the PostgreSQL server. A second run on the
+same ``--pg-dir`` finds the chunks loaded and only searches.
 
 A PostgreSQL with pgvector is started from the ``pgserver`` wheel in ``--pg-dir`` unless
 ``--url`` names one.
@@ -214,6 +215,29 @@ def scale(args: argparse.Namespace) -> None:
         print(f"| {name} | {np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} | {recall} |")
     exact_store.close()
     store.close()
+    print(f"\nmemory: this ragloom process peak RSS {peak_rss_mb():,.0f} MB; the PostgreSQL server's processes "
+          f"{postgres_pss_mb():,.0f} MB (PSS: shared buffers counted once)")
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def postgres_pss_mb() -> float:
+    """The proportional set size of every process named ``postgres`` on this machine, summed."""
+    total_kb = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or (proc / "comm").read_text().strip() != "postgres":
+                continue
+            for line in (proc / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total_kb += int(line.split()[1])
+        except OSError:
+            continue
+    return total_kb / 1024
 
 
 def main() -> None:
