@@ -175,6 +175,23 @@ def write_eml(path: str | Path, message: EmailMessage) -> Path:
     return Path(path)
 
 
+def write_msg(path: str | Path, subject: str, body: str, sender: str = "ada@example.org", to: str = "team@example.org",
+              attachments: Sequence[tuple[str, bytes]] = (), html: bool = False, cc: str = "") -> Path:
+    """An Outlook ``.msg`` (a real OLE compound file, written by msgforge) holding what
+    ``email_message`` puts in an ``.eml``, sent at the same time."""
+    import datetime as dt
+
+    from msgforge import Message
+
+    message = Message(subject=subject, html_body=body if html else "", text_body="" if html else body,
+                      sender=sender, to=[to], cc=[cc] if cc else [],
+                      sent=dt.datetime(2026, 11, 24, 10, 0, tzinfo=dt.timezone.utc))
+    for name, data in attachments:
+        message.attach_bytes(name, data)
+    message.save(str(path))
+    return Path(path)
+
+
 def write_mbox(path: str | Path, messages: Sequence[EmailMessage]) -> Path:
     import mailbox
 
