@@ -49,6 +49,26 @@ def test_ruled_table_becomes_a_markdown_table_in_its_place(tmp_path: Path) -> No
     assert doc.text.index("Pose graph") < doc.text.index("| sensor |")
 
 
+def test_table_without_ruling_lines_keeps_its_cells_apart(tmp_path: Path) -> None:
+    table = [*TABLE, ["sonar", "", "5 m"]]  # an empty cell keeps its column
+    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=table, ruled=False)
+    result = load(path)
+    [doc] = result.documents
+    assert result.stats["tables"] == 1
+    assert "| sensor | rate | range |\n|---|---|---|\n| lidar | 10 Hz | 120 m |" in doc.text
+    assert "| radar | 20 Hz | 250 m |\n| sonar |  | 5 m |" in doc.text
+    assert "lidar 10 Hz" not in doc.text and doc.text.count("120 m") == 1
+    assert doc.text.index("Pose graph") < doc.text.index("| sensor |")
+
+
+def test_prose_in_two_columns_is_not_taken_for_a_table(tmp_path: Path) -> None:
+    paragraphs = [f"Section {n} says: " + PARAGRAPHS[n % 3] for n in range(30)]
+    for size in (10, 7):  # smaller type: more words a line, as many lines side by side
+        path = write_two_column_pdf(tmp_path / f"paper{size}.pdf", paragraphs, font_size=size)
+        result = load(path)
+        assert result.stats["tables"] == 0 and "|" not in result.documents[0].text
+
+
 def test_table_chunks_repeat_the_header_and_never_cut_a_row(tmp_path: Path, embedder) -> None:
     from ragloom import Index
     from ragloom.config import Config
