@@ -4,13 +4,16 @@ PDFium gives each run of text on a line as a rectangle, and splits a line where 
 A table without lines is then a block of at least ``MIN_ROWS`` consecutive lines that each hold two
 or more runs, whose runs stack into the same columns, and whose cells are short. Prose set in two
 columns also gives two runs a line, in two columns: its cells are whole lines of text, which is
-what tells it apart (``_looks_tabular``).
+what tells it apart (``_looks_tabular``). Lines are told apart by their geometry alone, and the
+text of a block is read only when its runs are short enough to be cells: reading every run's text
+would cost PDFium more than reading the page.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
+from typing import Callable
 
 #: A table has a header row and at least two rows under it.
 MIN_ROWS = 3
@@ -33,28 +36,32 @@ class Run:
     bottom: float
     right: float
     top: float
-    text: str
+    text: str = ""
 
     @property
     def height(self) -> float:
         return max(self.top - self.bottom, 1.0)
 
 
-def page_runs(textpage) -> list[Run]:
-    runs = []
-    for index in range(textpage.count_rects()):
-        left, bottom, right, top = textpage.get_rect(index)
-        text = " ".join(textpage.get_text_bounded(left, bottom, right, top).split())
-        if text:
-            runs.append(Run(left, bottom, right, top, text))
-    return runs
+def page_tables(textpage, page_height: float) -> list[tuple[tuple[float, float, float, float], list[list[str]]]]:
+    """The tables without ruling lines on a PDFium text page."""
+    runs = [Run(*textpage.get_rect(index)) for index in range(textpage.count_rects())]
+
+    def text_of(run: Run) -> str:
+        return " ".join(textpage.get_text_bounded(run.left, run.bottom, run.right, run.top).split())
+
+    return borderless_tables(runs, page_height, text_of)
 
 
-def borderless_tables(runs: list[Run], page_height: float) -> list[tuple[tuple[float, float, float, float], list[list[str]]]]:
+def borderless_tables(runs: list[Run], page_height: float,
+                      text_of: Callable[[Run], str]) -> list[tuple[tuple[float, float, float, float], list[list[str]]]]:
     """Each table found: its box as pdfplumber gives one (x0, top, x1, bottom; origin at the top
-    left) and its rows of cells."""
+    left) and its rows of cells. ``text_of`` reads a run's text."""
     tables = []
     for block in _multi_cell_blocks(_lines(runs)):
+        if not _short_runs(block):
+            continue
+        block = [[replace(run, text=text_of(run)) for run in line] for line in block]
         rows = _table_rows(block)
         if rows is not None and _looks_tabular(rows):
             cells = [run for line in block for run in line]
@@ -88,7 +95,7 @@ def _join_close(line: list[Run]) -> list[Run]:
         last = joined[-1]
         if run.left - last.right < CELL_GAP * max(last.height, run.height):
             joined[-1] = Run(last.left, min(last.bottom, run.bottom), max(last.right, run.right),
-                             max(last.top, run.top), f"{last.text} {run.text}")
+                             max(last.top, run.top))  # its text is read from the joined box
         else:
             joined.append(run)
     return joined
@@ -134,6 +141,13 @@ def _table_rows(block: list[list[Run]]) -> list[list[str]] | None:
             row[column] = f"{row[column]} {run.text}".strip()
         rows.append(row)
     return rows
+
+
+def _short_runs(block: list[list[Run]]) -> bool:
+    """Whether the block's runs may be cells, judged by their width: a character is about half as
+    wide as the line is high."""
+    estimates = [(r.right - r.left) / (0.5 * r.height) for line in block for r in line]
+    return median(estimates) <= 1.5 * MAX_MEDIAN_CELL_CHARS
 
 
 def _looks_tabular(rows: list[list[str]]) -> bool:

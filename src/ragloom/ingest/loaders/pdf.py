@@ -28,7 +28,7 @@ from ...errors import CorruptDocumentError
 from ...types import Document
 from .. import ocr
 from ._markdown import MarkdownWriter
-from ._pdf_tables import borderless_tables, page_runs
+from ._pdf_tables import page_tables
 from .base import Loader, LoaderOptions, LoadResult
 
 PAGE_SEPARATOR = "\n\n"
@@ -151,7 +151,7 @@ def _page_text(page) -> tuple[str, list]:
     textpage = page.get_textpage()
     try:
         text = _normalise(textpage.get_text_range())
-        found = borderless_tables(page_runs(textpage), page.get_height()) if len(text) >= MIN_TEXT_CHARS else []
+        found = page_tables(textpage, page.get_height()) if len(text) >= MIN_TEXT_CHARS else []
         return text, found
     finally:
         textpage.close()
