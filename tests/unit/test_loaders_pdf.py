@@ -69,6 +69,24 @@ def test_prose_in_two_columns_is_not_taken_for_a_table(tmp_path: Path) -> None:
         assert result.stats["tables"] == 0 and "|" not in result.documents[0].text
 
 
+@pytest.mark.parametrize("numbered", [False, True])
+def test_a_list_whose_markers_stand_apart_is_not_a_table(tmp_path: Path, numbered: bool) -> None:
+    from fpdf import FPDF
+
+    items = ["INTEGER;", "BOOLEAN;", "OBJECT IDENTIFIER;", "BIT STRING;", "OCTET STRING;"]
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "The types a definition may use are these, and no others:", new_x="LMARGIN", new_y="NEXT")
+    for number, item in enumerate(items, start=1):
+        pdf.cell(12, 6, f"{number}." if numbered else "-")  # the item starts a wide gap after its marker
+        pdf.cell(0, 6, item, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "list.pdf"))
+    result = load(tmp_path / "list.pdf")
+    assert result.stats["tables"] == 0 and "|" not in result.documents[0].text
+    assert "OBJECT IDENTIFIER;" in result.documents[0].text
+
+
 def test_table_chunks_repeat_the_header_and_never_cut_a_row(tmp_path: Path, embedder) -> None:
     from ragloom import Index
     from ragloom.config import Config

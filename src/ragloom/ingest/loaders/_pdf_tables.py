@@ -11,6 +11,7 @@ would cost PDFium more than reading the page.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from statistics import median
 from typing import Callable
@@ -22,6 +23,8 @@ MAX_MEDIAN_CELL_CHARS = 24
 #: ...and few cells (at most this share) are as long as a line of a prose column.
 LONG_CELL_CHARS = 40
 MAX_LONG_CELL_SHARE = 0.2
+#: A list's markers, set apart from their items as cells are: bullets, dashes, "1." "a)" "(iv)".
+_LIST_MARKER = re.compile(r"[•◦▪‣∙·●○■□➢►\-–—*+]|\(?(\d{1,3}|[a-zA-Z]|[ivxlc]{1,6})[.)]")
 #: Runs on one line closer than this many line heights are one cell (a bold word inside a sentence).
 CELL_GAP = 0.9
 #: Lines further apart than this many line heights are not rows of one table.
@@ -151,6 +154,9 @@ def _short_runs(block: list[list[Run]]) -> bool:
 
 
 def _looks_tabular(rows: list[list[str]]) -> bool:
+    markers = [row[0] for row in rows if row[0]]
+    if markers and all(_LIST_MARKER.fullmatch(cell) for cell in markers):
+        return False  # a bulleted or numbered list
     cells = [cell for row in rows for cell in row if cell]
     lengths = [len(cell) for cell in cells]
     if median(lengths) > MAX_MEDIAN_CELL_CHARS:
