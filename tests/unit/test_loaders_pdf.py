@@ -51,7 +51,7 @@ def test_ruled_table_becomes_a_markdown_table_in_its_place(tmp_path: Path) -> No
 
 def test_table_without_ruling_lines_keeps_its_cells_apart(tmp_path: Path) -> None:
     table = [*TABLE, ["sonar", "", "5 m"]]  # an empty cell keeps its column
-    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=table, ruled=False)
+    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=table, borders="NONE")
     result = load(path)
     [doc] = result.documents
     assert result.stats["tables"] == 1
@@ -59,6 +59,18 @@ def test_table_without_ruling_lines_keeps_its_cells_apart(tmp_path: Path) -> Non
     assert "| radar | 20 Hz | 250 m |\n| sonar |  | 5 m |" in doc.text
     assert "lidar 10 Hz" not in doc.text and doc.text.count("120 m") == 1
     assert doc.text.index("Pose graph") < doc.text.index("| sensor |")
+
+
+@pytest.mark.parametrize("borders", ["NO_HORIZONTAL_LINES", "INTERNAL"])
+def test_partly_ruled_table_is_read_by_its_columns(tmp_path: Path, borders: str) -> None:
+    """Lines between columns only, or inside the table only: pdfplumber's grid runs rows together
+    ("lidar camera radar") or keeps one column; the cells' alignment gives the table whole."""
+    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=TABLE, borders=borders)
+    result = load(path)
+    [doc] = result.documents
+    assert result.stats["tables"] == 1
+    assert "| sensor | rate | range |\n|---|---|---|\n| lidar | 10 Hz | 120 m |" in doc.text
+    assert "| camera | 30 Hz | 40 m |\n| radar | 20 Hz | 250 m |" in doc.text and doc.text.count("120 m") == 1
 
 
 def test_prose_in_two_columns_is_not_taken_for_a_table(tmp_path: Path) -> None:

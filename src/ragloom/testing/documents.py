@@ -231,9 +231,9 @@ def _unicode_font() -> Path | None:
 
 def write_two_column_pdf(path: str | Path, paragraphs: Sequence[str], table: list[list[str]] | None = None,
                          running_header: str = "Journal of Examples", font_size: float = 10,
-                         ruled: bool = True) -> Path:
-    """A typeset PDF (fpdf2): a running header, two text columns, a table (ruled, or with no lines at
-    all when ``ruled`` is false), "Page N" footers.
+                         borders: str = "ALL") -> Path:
+    """A typeset PDF (fpdf2): a running header, two text columns, a table, "Page N" footers.
+    ``borders``: which lines the table draws, as fpdf2's TableBordersLayout names them ("NONE": none).
 
     With DejaVu Sans installed any text is written; otherwise text is reduced to Latin-1 for Helvetica.
     """
@@ -272,7 +272,7 @@ def write_two_column_pdf(path: str | Path, paragraphs: Sequence[str], table: lis
             columns.write(text=fit(paragraph) + "\n\n")
     if table:
         pdf.ln(4)
-        with pdf.table(borders_layout="ALL" if ruled else "NONE", first_row_as_headings=ruled) as drawn:
+        with pdf.table(borders_layout=borders, first_row_as_headings=borders != "NONE") as drawn:
             for row in table:
                 cells = drawn.row()
                 for value in row:

@@ -209,9 +209,11 @@ def _insert_tables(pdf, data: bytes, numbers: list[int], result: PdfText, unrule
     with pdfplumber.open(io.BytesIO(data)) as plumber:
         for number in numbers:
             found = plumber.pages[number].find_tables()
-            tables = [(t.bbox, t.extract()) for t in found if len(t.rows) >= 2]
+            ruled = [(t.bbox, t.extract()) for t in found if len(t.rows) >= 2]
             plumber.pages[number].flush_cache()
-            tables += [t for t in unruled.get(number, []) if not any(_overlap(t[0], r[0]) for r in tables)]
+            aligned = unruled.get(number, [])
+            ruled = [r for r in ruled if not any(_overlap(a[0], r[0]) and _misread(r[1], a[1]) for a in aligned)]
+            tables = ruled + [a for a in aligned if not any(_overlap(a[0], r[0]) for r in ruled)]
             if not tables:
                 continue
             page = pdf[number]
@@ -220,6 +222,19 @@ def _insert_tables(pdf, data: bytes, numbers: list[int], result: PdfText, unrule
             finally:
                 page.close()
             result.tables += len(tables)
+
+
+def _misread(ruled: list[list[str | None]], aligned: list[list[str]]) -> bool:
+    """Whether pdfplumber's grid of a partly ruled table lost what the cells' alignment found: it
+    has fewer columns (only inner lines drawn), or a row whose every cell holds the same number of
+    lines, two or more (no lines between rows: the rows run together)."""
+    if max(len(row) for row in ruled) < len(aligned[0]):
+        return True
+    for row in ruled:
+        counts = {len(cell.splitlines()) for cell in row if cell}
+        if len(counts) == 1 and min(counts) >= 2 and sum(1 for cell in row if cell) >= 2:
+            return True
+    return False
 
 
 def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
