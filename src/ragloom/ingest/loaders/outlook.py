@@ -27,6 +27,7 @@ _TRANSPORT_HEADERS = 0x007D  # PidTagTransportMessageHeaders
 _RECIPIENT_TYPE = 0x0C15  # PidTagRecipientType: 1 To, 2 Cc, 3 Bcc
 _ATTACH_METHOD = 0x3705
 _ATTACH_FILENAME = 0x3704  # the 8.3 name, when the long one is missing
+_BY_VALUE = 1  # afByValue: the file's bytes are in the attachment
 _EMBEDDED_MESSAGE = 5  # afEmbeddedMessage: the attachment is a message in a sub-storage
 _EMBEDDED_STORAGE = "__substg1.0_3701000D"
 #: The property stream's header is 24 bytes in an embedded message, 32 in the top-level one (MS-OXMSG 2.4.1).
@@ -112,15 +113,18 @@ def _address(name: str, address: str) -> str:
 def _attachment(attachment, parent: str, source: str, depth: int, metadata: dict) -> tuple[list[Document], list[str]]:
     props = attachment.properties
     name = Path(attachment.file_name or props.str_prop_value(_ATTACH_FILENAME) or "").name
-    if props.int_prop_value(_ATTACH_METHOD) == _EMBEDDED_MESSAGE:
+    method = props.int_prop_value(_ATTACH_METHOD)
+    if method == _EMBEDDED_MESSAGE:
         inner = _embedded_message(attachment)
         if inner is None or depth >= MAX_DEPTH:
             return [], []
         label = name or inner.subject or "attached message"
         return _message_documents(inner, f"{parent}/{label}", source, depth + 1)
-    if not attachment.attached_by_value or not attachment_wanted(name, depth):
+    data = attachment.file_bytes
+    # By value (or unsaid, when the bytes are there); a link to a file or a web page holds nothing to read.
+    if method not in (None, _BY_VALUE) or data is None or not attachment_wanted(name, depth):
         return [], []
-    return attachment_documents(name, attachment.file_bytes or b"", parent, source, metadata)
+    return attachment_documents(name, data, parent, source, metadata)
 
 
 def _embedded_message(attachment):
