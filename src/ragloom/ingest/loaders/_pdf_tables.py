@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Callable
 
+#: A table found: its box as pdfplumber gives one (x0, top, x1, bottom; origin at the top left), its rows of cells.
+Table = tuple[tuple[float, float, float, float], list[list[str]]]
 #: A table has a header row and at least two rows under it.
 MIN_ROWS = 3
 #: A cell's text is short: the median cell has at most this many characters...
@@ -46,7 +48,7 @@ class Run:
         return max(self.top - self.bottom, 1.0)
 
 
-def page_tables(textpage, page_height: float) -> list[tuple[tuple[float, float, float, float], list[list[str]]]]:
+def page_tables(textpage, page_height: float) -> list[Table]:
     """The tables without ruling lines on a PDFium text page."""
     runs = [Run(*textpage.get_rect(index)) for index in range(textpage.count_rects())]
 
@@ -56,10 +58,8 @@ def page_tables(textpage, page_height: float) -> list[tuple[tuple[float, float, 
     return borderless_tables(runs, page_height, text_of)
 
 
-def borderless_tables(runs: list[Run], page_height: float,
-                      text_of: Callable[[Run], str]) -> list[tuple[tuple[float, float, float, float], list[list[str]]]]:
-    """Each table found: its box as pdfplumber gives one (x0, top, x1, bottom; origin at the top
-    left) and its rows of cells. ``text_of`` reads a run's text."""
+def borderless_tables(runs: list[Run], page_height: float, text_of: Callable[[Run], str]) -> list[Table]:
+    """The tables the runs of one page make; ``text_of`` reads a run's text."""
     tables = []
     for block in _multi_cell_blocks(_lines(runs)):
         if not _short_runs(block):
