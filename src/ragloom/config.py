@@ -138,7 +138,7 @@ class EmbedderConfig(ComponentSection):
 #: Files that are Markdown, or that their loader turns into Markdown (headings, lists, tables).
 MARKDOWN_EXTENSIONS = (
     ".md", ".markdown", ".docx", ".odt", ".pptx", ".xlsx", ".xlsm", ".xls", ".ods", ".csv", ".tsv", ".epub", ".ipynb",
-    ".eml", ".mbox", ".html", ".htm", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
+    ".eml", ".mbox", ".msg", ".html", ".htm", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml",
     ".tex", ".adoc", ".asciidoc", ".org",
 )
 

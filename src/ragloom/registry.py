@@ -101,6 +101,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "epub": "ragloom.ingest.loaders.epub:EpubLoader",
         "eml": "ragloom.ingest.loaders.email:EmlLoader",
         "mbox": "ragloom.ingest.loaders.email:MboxLoader",
+        "msg": "ragloom.ingest.loaders.outlook:MsgLoader",
         "notebook": "ragloom.ingest.loaders.notebook:NotebookLoader",
         "image": "ragloom.ingest.loaders.image:ImageLoader",
         "code": "ragloom.ingest.loaders.code:CodeLoader",

@@ -19,7 +19,8 @@ def test_ragloom_ingest_of_a_folder_holding_every_format(tmp_path: Path) -> None
     docs = tmp_path / "docs"
     docs.mkdir()
     words = {"docx": "walrus", "odt": "narwhal", "pptx": "pelican", "xlsx": "ocelot", "ods": "lemur",
-             "csv": "tapir", "epub": "manatee", "eml": "axolotl", "ipynb": "quokka", "rtf": "pangolin"}
+             "csv": "tapir", "epub": "manatee", "eml": "axolotl", "msg": "platypus", "ipynb": "quokka",
+             "rtf": "pangolin"}
 
     def sections(word: str) -> list[Section]:
         return [Section("Field notes", [f"The {word} was seen near the river at dawn."])]
@@ -32,6 +33,7 @@ def test_ragloom_ingest_of_a_folder_holding_every_format(tmp_path: Path) -> None
     (docs / "a.csv").write_text(f"animal,place\n{words['csv']},river\n", encoding="utf-8")
     make.write_epub(docs / "a.epub", sections(words["epub"]))
     make.write_eml(docs / "a.eml", make.email_message("Sighting", f"An {words['eml']} in the pond."))
+    make.write_msg(docs / "a.msg", "Sighting", f"A {words['msg']} in the creek.")
     make.write_ipynb(docs / "a.ipynb", [("markdown", f"# Notes\n\nThe {words['ipynb']} count.", "")])
     make.write_rtf(docs / "a.rtf", [f"The {words['rtf']} curled up."])
     if ocr.available():

@@ -279,7 +279,7 @@ def test_supported_extensions_come_from_registered_loaders(monkeypatch: pytest.M
         ".tsv", ".txt", ".xlsm", ".xlsx", *CODE_LANGUAGES,
         ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".lock",
         ".tex", ".adoc", ".asciidoc", ".org", ".srt", ".vtt", ".log", ".xml", ".rss", ".atom",
-        ".zip", ".tar", ".tgz", ".gz", ".xls",
+        ".zip", ".tar", ".tgz", ".gz", ".xls", ".msg",
     ])
     assert is_supported("A/B/README.MD") and not is_supported("tool.exe")
     assert type(loader_for(Path("x.htm"))).__name__ == "HtmlLoader"

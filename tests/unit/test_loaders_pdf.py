@@ -49,6 +49,56 @@ def test_ruled_table_becomes_a_markdown_table_in_its_place(tmp_path: Path) -> No
     assert doc.text.index("Pose graph") < doc.text.index("| sensor |")
 
 
+def test_table_without_ruling_lines_keeps_its_cells_apart(tmp_path: Path) -> None:
+    table = [*TABLE, ["sonar", "", "5 m"]]  # an empty cell keeps its column
+    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=table, borders="NONE")
+    result = load(path)
+    [doc] = result.documents
+    assert result.stats["tables"] == 1
+    assert "| sensor | rate | range |\n|---|---|---|\n| lidar | 10 Hz | 120 m |" in doc.text
+    assert "| radar | 20 Hz | 250 m |\n| sonar |  | 5 m |" in doc.text
+    assert "lidar 10 Hz" not in doc.text and doc.text.count("120 m") == 1
+    assert doc.text.index("Pose graph") < doc.text.index("| sensor |")
+
+
+@pytest.mark.parametrize("borders", ["NO_HORIZONTAL_LINES", "INTERNAL"])
+def test_partly_ruled_table_is_read_by_its_columns(tmp_path: Path, borders: str) -> None:
+    """Lines between columns only, or inside the table only: pdfplumber's grid runs rows together
+    ("lidar camera radar") or keeps one column; the cells' alignment gives the table whole."""
+    path = write_two_column_pdf(tmp_path / "paper.pdf", PARAGRAPHS, table=TABLE, borders=borders)
+    result = load(path)
+    [doc] = result.documents
+    assert result.stats["tables"] == 1
+    assert "| sensor | rate | range |\n|---|---|---|\n| lidar | 10 Hz | 120 m |" in doc.text
+    assert "| camera | 30 Hz | 40 m |\n| radar | 20 Hz | 250 m |" in doc.text and doc.text.count("120 m") == 1
+
+
+def test_prose_in_two_columns_is_not_taken_for_a_table(tmp_path: Path) -> None:
+    paragraphs = [f"Section {n} says: " + PARAGRAPHS[n % 3] for n in range(30)]
+    for size in (10, 7):  # smaller type: more words a line, as many lines side by side
+        path = write_two_column_pdf(tmp_path / f"paper{size}.pdf", paragraphs, font_size=size)
+        result = load(path)
+        assert result.stats["tables"] == 0 and "|" not in result.documents[0].text
+
+
+@pytest.mark.parametrize("numbered", [False, True])
+def test_a_list_whose_markers_stand_apart_is_not_a_table(tmp_path: Path, numbered: bool) -> None:
+    from fpdf import FPDF
+
+    items = ["INTEGER;", "BOOLEAN;", "OBJECT IDENTIFIER;", "BIT STRING;", "OCTET STRING;"]
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    pdf.multi_cell(0, 6, "The types a definition may use are these, and no others:", new_x="LMARGIN", new_y="NEXT")
+    for number, item in enumerate(items, start=1):
+        pdf.cell(12, 6, f"{number}." if numbered else "-")  # the item starts a wide gap after its marker
+        pdf.cell(0, 6, item, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "list.pdf"))
+    result = load(tmp_path / "list.pdf")
+    assert result.stats["tables"] == 0 and "|" not in result.documents[0].text
+    assert "OBJECT IDENTIFIER;" in result.documents[0].text
+
+
 def test_table_chunks_repeat_the_header_and_never_cut_a_row(tmp_path: Path, embedder) -> None:
     from ragloom import Index
     from ragloom.config import Config

@@ -175,6 +175,23 @@ def write_eml(path: str | Path, message: EmailMessage) -> Path:
     return Path(path)
 
 
+def write_msg(path: str | Path, subject: str, body: str, sender: str = "ada@example.org", to: str = "team@example.org",
+              attachments: Sequence[tuple[str, bytes]] = (), html: bool = False, cc: str = "") -> Path:
+    """An Outlook ``.msg`` (a real OLE compound file, written by msgforge) holding what
+    ``email_message`` puts in an ``.eml``, sent at the same time."""
+    import datetime as dt
+
+    from msgforge import Message
+
+    message = Message(subject=subject, html_body=body if html else "", text_body="" if html else body,
+                      sender=sender, to=[to], cc=[cc] if cc else [],
+                      sent=dt.datetime(2026, 11, 24, 10, 0, tzinfo=dt.timezone.utc))
+    for name, data in attachments:
+        message.attach_bytes(name, data)
+    message.save(str(path))
+    return Path(path)
+
+
 def write_mbox(path: str | Path, messages: Sequence[EmailMessage]) -> Path:
     import mailbox
 
@@ -213,8 +230,10 @@ def _unicode_font() -> Path | None:
 
 
 def write_two_column_pdf(path: str | Path, paragraphs: Sequence[str], table: list[list[str]] | None = None,
-                         running_header: str = "Journal of Examples", font_size: float = 10) -> Path:
-    """A typeset PDF (fpdf2): a running header, two text columns, a ruled table, "Page N" footers.
+                         running_header: str = "Journal of Examples", font_size: float = 10,
+                         borders: str = "ALL") -> Path:
+    """A typeset PDF (fpdf2): a running header, two text columns, a table, "Page N" footers.
+    ``borders``: which lines the table draws, as fpdf2's TableBordersLayout names them ("NONE": none).
 
     With DejaVu Sans installed any text is written; otherwise text is reduced to Latin-1 for Helvetica.
     """
@@ -253,7 +272,7 @@ def write_two_column_pdf(path: str | Path, paragraphs: Sequence[str], table: lis
             columns.write(text=fit(paragraph) + "\n\n")
     if table:
         pdf.ln(4)
-        with pdf.table() as drawn:
+        with pdf.table(borders_layout=borders, first_row_as_headings=borders != "NONE") as drawn:
             for row in table:
                 cells = drawn.row()
                 for value in row:

@@ -79,28 +79,36 @@ def _parse(handle) -> EmailMessage | None:
 def message_documents(message: EmailMessage, doc_id: str, source: str, depth: int) -> tuple[list[Document], list[str]]:
     """The message's body as a document, then one per readable attachment."""
     headers = {name: _header(message, name) for name in _HEADERS}
-    metadata = {f"email_{name}": value for name, value in headers.items() if value}
-    writer = MarkdownWriter()
     body = _body(message)
-    if body is not None:
+    if body is None:
+        documents, metadata = body_document(headers, "", False, doc_id, source)
+    else:
         part, is_html = body
-        text = _text_of(part)
-        if is_html:
-            write_html(writer, text)
-        else:
-            writer.paragraph(text)
-    documents: list[Document] = []
+        documents, metadata = body_document(headers, _text_of(part), is_html, doc_id, source)
     notes: list[str] = []
-    if writer.text.strip() or headers["subject"]:
-        head = "\n".join(f"{name.title()}: {value}" for name, value in headers.items() if value)
-        text = (head + "\n\n" + writer.text).strip()
-        documents.append(Document(text=text, source=source, doc_id=doc_id, title=headers["subject"] or doc_id,
-                                  metadata=metadata))
     for attachment in message.iter_attachments():
         found, said = _attachment(attachment, doc_id, source, depth, metadata)
         documents.extend(found)
         notes.extend(said)
     return documents, notes
+
+
+def body_document(headers: dict[str, str], body: str, is_html: bool, doc_id: str,
+                  source: str) -> tuple[list[Document], dict]:
+    """The message itself as a document (its headers, then its body), unless it has neither subject
+    nor text; and the ``email_*`` metadata its attachments carry too. ``headers``: by _HEADERS name."""
+    metadata = {f"email_{name}": value for name, value in headers.items() if value}
+    writer = MarkdownWriter()
+    if is_html:
+        write_html(writer, body)
+    elif body:
+        writer.paragraph(body)
+    if not (writer.text.strip() or headers.get("subject")):
+        return [], metadata
+    head = "\n".join(f"{name.title()}: {value}" for name, value in headers.items() if value)
+    text = (head + "\n\n" + writer.text).strip()
+    return [Document(text=text, source=source, doc_id=doc_id, title=headers.get("subject") or doc_id,
+                     metadata=metadata)], metadata
 
 
 def _header(message: EmailMessage, name: str) -> str:
@@ -130,21 +138,34 @@ def _text_of(part) -> str:
 
 
 def _attachment(part, parent: str, source: str, depth: int, metadata: dict) -> tuple[list[Document], list[str]]:
-    from . import is_supported, load_file
-
     name = Path(part.get_filename() or "").name
     if part.get_content_type() == "message/rfc822" and depth < MAX_DEPTH:
         inner = part.get_content()
         return message_documents(inner, f"{parent}/{name or 'attached message'}", source, depth + 1)
-    if not name or not is_supported(name) or Path(name).suffix.lower() in (".mbox",):
+    if not attachment_wanted(name, depth):
         return [], []
-    payload = part.get_payload(decode=True) or b""
+    return attachment_documents(name, part.get_payload(decode=True) or b"", parent, source, metadata)
+
+
+def attachment_wanted(name: str, depth: int) -> bool:
+    """An attachment is read when ragloom reads its type; a mailbox never, a message only so deep."""
+    from . import is_supported
+
+    suffix = Path(name).suffix.lower()
+    if not name or not is_supported(name) or suffix == ".mbox":
+        return False
+    return not (suffix in (".eml", ".msg") and depth >= MAX_DEPTH)
+
+
+def attachment_documents(name: str, payload: bytes, parent: str, source: str,
+                         metadata: dict) -> tuple[list[Document], list[str]]:
+    """The documents of one attached file, named ``parent/name`` in the message's source."""
+    from . import load_file
+
     label = f"{source}: attachment {name}"
     if len(payload) > MAX_ATTACHMENT_BYTES:
         return [], [f"{label} is {len(payload) / 2**20:.0f} MB (at most {MAX_ATTACHMENT_BYTES // 2**20} MB "
                     "are read); left out"]
-    if Path(name).suffix.lower() == ".eml" and depth >= MAX_DEPTH:
-        return [], []
     with tempfile.TemporaryDirectory(prefix="ragloom-attachment-") as folder:
         file = Path(folder) / name
         file.write_bytes(payload)

@@ -5,8 +5,9 @@ What the page text goes through, in order:
 
 - **Scanned pages** (no text layer; every page with ``ingest.ocr: always``) are rendered and read
   by Tesseract (``ingest/ocr.py``); the mean OCR confidence is kept per page and per chunk.
-- **Tables** (on pages that draw ruling lines) are found by pdfplumber and written as Markdown
-  tables in their place, their header row repeated above every block of rows.
+- **Tables** are written as Markdown tables in their place, their header row repeated above every
+  block of rows: ruled ones (on pages that draw lines) found by pdfplumber, those without lines
+  from how their text lines up in columns (``_pdf_tables.py``).
 - **Running headers and footers** (a line at the top or bottom of most pages, page numbers
   included) are dropped, and words hyphenated across a line break are joined.
 
@@ -27,6 +28,7 @@ from ...errors import CorruptDocumentError
 from ...types import Document
 from .. import ocr
 from ._markdown import MarkdownWriter
+from ._pdf_tables import page_tables
 from .base import Loader, LoaderOptions, LoadResult
 
 PAGE_SEPARATOR = "\n\n"
@@ -43,7 +45,7 @@ _DIGITS = re.compile(r"\d+")
 class PdfLoader(Loader):
     name = "pdf"
     extensions = (".pdf",)
-    version = 3  # a hyphen that is part of a word survives a line break
+    version = 4  # tables without ruling lines keep their cells apart
 
     def policy(self) -> str:
         return f"pdf/v{self.version}/ocr={self.options.ocr}"
@@ -110,19 +112,24 @@ def read_pdf(data: bytes, source: str, options: LoaderOptions) -> PdfText:
         result = PdfText(pages=[], title=_title(pdf))
         scans: list[int] = []
         table_pages: list[int] = []
+        unruled: dict[int, list] = {}
         for number in range(len(pdf)):
             page = pdf[number]
             try:
-                text = _page_text(page)
+                text, found = _page_text(page)
                 if options.ocr == "always" or (len(text.strip()) < MIN_TEXT_CHARS and _has_images(page)):
                     scans.append(number)
                 elif _path_count(page) >= TABLE_PATHS:
                     table_pages.append(number)
+                    unruled[number] = found
+                elif found:
+                    text = _text_around_tables(page, found)
+                    result.tables += len(found)
             finally:
                 page.close()
             result.pages.append(text)
         if table_pages:
-            _insert_tables(pdf, data, table_pages, result)
+            _insert_tables(pdf, data, table_pages, result, unruled)
         if scans:
             _ocr_pages(pdf, scans, result, options, source)
     finally:
@@ -139,10 +146,13 @@ def _title(pdf) -> str:
     return title.strip() if isinstance(title, str) else ""
 
 
-def _page_text(page) -> str:
+def _page_text(page) -> tuple[str, list]:
+    """The page's text, and the tables without ruling lines on it."""
     textpage = page.get_textpage()
     try:
-        return _normalise(textpage.get_text_range())
+        text = _normalise(textpage.get_text_range())
+        found = page_tables(textpage, page.get_height()) if len(text) >= MIN_TEXT_CHARS else []
+        return text, found
     finally:
         textpage.close()
 
@@ -191,15 +201,19 @@ def _ocr_pages(pdf, numbers: list[int], result: PdfText, options: LoaderOptions,
                 result.ocr_pages[number] = read.confidence
 
 
-def _insert_tables(pdf, data: bytes, numbers: list[int], result: PdfText) -> None:
-    """Replace the text of each ruled table with a Markdown table, in the table's place."""
+def _insert_tables(pdf, data: bytes, numbers: list[int], result: PdfText, unruled: dict[int, list]) -> None:
+    """Replace the text of each ruled table with a Markdown table, in the table's place; a table
+    without lines is kept where no ruled one covers it."""
     import pdfplumber
 
     with pdfplumber.open(io.BytesIO(data)) as plumber:
         for number in numbers:
             found = plumber.pages[number].find_tables()
-            tables = [(t.bbox, t.extract()) for t in found if len(t.rows) >= 2]
+            ruled = [(t.bbox, t.extract()) for t in found if len(t.rows) >= 2]
             plumber.pages[number].flush_cache()
+            aligned = unruled.get(number, [])
+            ruled = [r for r in ruled if not any(_overlap(a[0], r[0]) and _misread(r[1], a[1]) for a in aligned)]
+            tables = ruled + [a for a in aligned if not any(_overlap(a[0], r[0]) for r in ruled)]
             if not tables:
                 continue
             page = pdf[number]
@@ -208,6 +222,23 @@ def _insert_tables(pdf, data: bytes, numbers: list[int], result: PdfText) -> Non
             finally:
                 page.close()
             result.tables += len(tables)
+
+
+def _misread(ruled: list[list[str | None]], aligned: list[list[str]]) -> bool:
+    """Whether pdfplumber's grid of a partly ruled table lost what the cells' alignment found: it
+    has fewer columns (only inner lines drawn), or a row whose every cell holds the same number of
+    lines, two or more (no lines between rows: the rows run together)."""
+    if max(len(row) for row in ruled) < len(aligned[0]):
+        return True
+    for row in ruled:
+        counts = {len(cell.splitlines()) for cell in row if cell}
+        if len(counts) == 1 and min(counts) >= 2 and sum(1 for cell in row if cell) >= 2:
+            return True
+    return False
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def _text_around_tables(page, tables) -> str:
