@@ -49,6 +49,27 @@ def test_a_server_that_is_down_is_one_line(tmp_path):
     assert "\n" not in message and "PostgreSQL is not reachable" in message and "start the server" in message
 
 
+def test_a_statement_the_server_refuses_is_not_called_an_unreachable_server(open_store):
+    # psycopg files "the server refused this statement" (here: cancelled by a timeout, 57014) under
+    # the same OperationalError as a lost connection; only the latter means the server is away.
+    store = open_store()
+    with pytest.raises(StoreError) as caught:
+        with store.database.connection() as connection, connection.transaction():
+            connection.execute("SET LOCAL statement_timeout = 1")
+            connection.execute("SELECT pg_sleep(1)")
+    assert not isinstance(caught.value, ServiceUnavailableError)
+    message = str(caught.value)
+    assert "\n" not in message and "refused a statement" in message and "statement timeout" in message
+
+
+def test_the_ivfflat_build_asks_for_the_memory_pgvector_needs():
+    from ragloom.stores.postgres.ann import ivfflat_build_mb
+
+    # pgvector 0.6 refused 1,000 lists of 384-d vectors at 256 MB: "memory required is 272 MB".
+    assert ivfflat_build_mb(1000, 384) >= 272
+    assert ivfflat_build_mb(316, 384) < 256  # 100k chunks: the 256 MB floor suffices
+
+
 def test_a_wrong_password_is_one_line(postgres_server, tmp_path):
     postgres_server.execute("DO $$ BEGIN CREATE ROLE pwuser LOGIN PASSWORD 'right'; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
     pg_hba = postgres_server.data_dir / "pgdata" / "pg_hba.conf"

@@ -117,6 +117,9 @@ class Database:
             with self.pool.connection() as connection:
                 yield connection
         except self.psycopg.OperationalError as exc:
+            if not lost_connection(exc):  # the server answered: a statement failed, the server is fine
+                raise StoreError(f"PostgreSQL at {self.address.shown()} refused a statement: {first_line(exc)}") \
+                    from None
             raise connect_error(exc, self.address) from None
 
     @contextmanager
@@ -232,6 +235,14 @@ def exists(address: Address, connect_timeout: int = 10) -> bool:
 def first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """Whether an ``OperationalError`` means the connection failed or was lost (no SQLSTATE, class
+    08, or the server shutting down) rather than a statement the server refused: psycopg files
+    both under ``OperationalError`` (e.g. 54000, "memory required is 272 MB")."""
+    state = getattr(exc, "sqlstate", None) or ""
+    return not state or state.startswith(("08", "57P"))
 
 
 def connect_error(exc: BaseException, address: Address) -> Exception:
