@@ -10,7 +10,7 @@ import pytest
 from ragloom.config import Config
 from ragloom.filters import parse_where
 from ragloom.stores.base import create_store
-from ragloom.stores.sparse_bm25 import AVGDL_META
+from ragloom.stores.sparse_bm25 import AVGDL_META, FAMILIES_META
 from ragloom.testing.conformance import record_for, synthetic_chunks, unit_vector
 
 pytest.importorskip("qdrant_client")
@@ -106,6 +106,7 @@ def test_a_chunk_is_read_in_its_own_language(tmp_path: Path) -> None:
         _write(store, "en.md", SENTENCES[:4], first=2)
         assert [h.chunk_id for h in store.search_lexical("Haus", 3)] == [german[0].id]  # Häuser -> haus
         assert [h.chunk_id for h in store.search_lexical("Züge Berlin", 3)] == [german[1].id]
+        assert store.catalog.get_meta(FAMILIES_META) == ["de", "en"]  # what a query is read by
     finally:
         store.close()
 

@@ -31,7 +31,7 @@ from ..filters import Condition
 from ..optional import require
 from ..types import Chunk
 from .base import Candidate
-from .sparse_bm25 import AVGDL_META, SparseBM25, mean_length
+from .sparse_bm25 import AVGDL_META, FAMILIES_META, SparseBM25, mean_length
 from .vectordb import Neighbour, Row, VectorDBStore, chunk_fields, chunk_from_fields, gather, unit_rows
 
 #: Namespace of the UUIDs that stand for chunk ids (uuid5 of the chunk id in it).
@@ -101,6 +101,8 @@ class QdrantStore(VectorDBStore):
             self._create(int(vectors.shape[1]))
         vectors = unit_rows(vectors)
         sparse = self._bm25(chunks) if self.lexical_side == "server" else None
+        if sparse is not None:
+            self._note_families(sparse.families(chunks))
         for start in range(0, len(chunks), _BATCH):
             part = chunks[start : start + _BATCH]
             dense = vectors[start : start + len(part)].tolist()
@@ -114,6 +116,15 @@ class QdrantStore(VectorDBStore):
                 ),
                 wait=True,
             )
+
+    def _note_families(self, families: set[str]) -> None:
+        """Record language families not seen before (a query is read by every recorded one)."""
+        known = set(self.catalog.get_meta(FAMILIES_META) or [])
+        if families <= known:
+            return
+        with self.catalog.transaction():
+            known = set(self.catalog.get_meta(FAMILIES_META) or [])
+            self.catalog.set_meta(FAMILIES_META, sorted(known | families))
 
     def _bm25(self, first: Sequence[Chunk]) -> SparseBM25:
         """The sparse BM25 model; its mean chunk length is fixed by the first chunks ever written
@@ -211,7 +222,8 @@ class QdrantStore(VectorDBStore):
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         if self.lexical_side != "server":
             return super().search_lexical(query, k, conditions)
-        indices, values = self._bm25(()).query(query)
+        families = self.catalog.get_meta(FAMILIES_META) or ["en"]
+        indices, values = self._bm25(()).query(query, families)
         if k <= 0 or not indices or not self._ready:
             return []
         native, residual = self._translate(conditions)

@@ -14,7 +14,9 @@ says it, as in the tantivy index.
 
 Terms are read as the tantivy index reads them (``lang.analysis``): a chunk's text by its
 language's family, the query by every family (terms of a family no chunk has match nothing), the
-identifiers whole and the camelCase parts beside the text. A term becomes its sparse index by
+identifiers whole and the camelCase parts beside the text. The query is read by every family the
+collection holds (recorded in the catalog as chunks of a new family are written), as the
+tantivy index reads it by the families its fields hold. A term becomes its sparse index by
 hashing ``family:term`` to 32 bits; two terms sharing an index (about one pair in 4 billion)
 would add to each other's score.
 """
@@ -35,6 +37,8 @@ K1, B = 1.2, 0.75
 DEFAULT_AVGDL = 150.0
 #: The catalog's key for the fixed mean length.
 AVGDL_META = "sparse_bm25_avgdl"
+#: The catalog's key for the language families the collection's chunks are read by.
+FAMILIES_META = "sparse_bm25_families"
 
 
 def term_index(key: str) -> int:
@@ -78,15 +82,20 @@ class SparseBM25:
             weights[index] = weights.get(index, 0.0) + tf * (K1 + 1) / (tf + norm)
         return _sorted(weights)
 
-    def query(self, text: str) -> tuple[list[int], list[float]]:
-        """The query read by every family, plus its identifiers and camelCase parts."""
+    def families(self, chunks: Iterable[Chunk]) -> set[str]:
+        """The families these chunks are read by."""
+        return {family_of(chunk.metadata.get("lang")).name for chunk in chunks}
+
+    def query(self, text: str, families: Iterable[str] = FAMILIES) -> tuple[list[int], list[float]]:
+        """The query read by each of ``families`` (every one by default), plus its identifiers and
+        camelCase parts."""
         weights: dict[int, float] = {}
 
         def add(key: str, count: float) -> None:
             index = term_index(key)
             weights[index] = weights.get(index, 0.0) + count
 
-        for family in FAMILIES:
+        for family in families:
             for term, count in self._analyzers.term_counts(family, text).items():
                 add(f"{family}:{term}", count)
         parts = camel_parts(text)
