@@ -13,6 +13,7 @@ the store searches it; only how a run of Chinese or Thai characters becomes toke
 - ``newmm``: pythainlp 5.4's dictionary-based maximal matching, Thai only;
 - ``<segmenter>+bigrams``: the segmenter's words and the bigrams, both.
 
+Needs ``pip install jieba==0.42.1 pythainlp==5.4.0`` (measured here, not ragloom dependencies).
 Prints nDCG@10 and recall@10 as a Markdown table, and how many characters a second each mode
 prepares (one thread; a wall-clock figure, so "under load" on a shared machine).
 """
