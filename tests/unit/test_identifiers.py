@@ -22,6 +22,9 @@ from ragloom.stores.embedded.identifiers import camel_parts, identifiers
     # biomedical names and measures are words of prose, not identifiers to look up exactly
     ("MicroRNA and miRNA regulate IgG, IL-10 and H2A.Z at 2.5 mg in mRNAs", []),
     ("useState in UserService after 2.3.1", ["useState", "UserService", "2.3.1"]),
+    # histone marks and gene names are letter-digit runs, not words joined in camelCase
+    ("H3K4me3 and H3K79me2 with miR7a and FoxO3a", []),
+    ("S3Client, Http2Server and getUserName", ["S3Client", "Http2Server", "getUserName"]),
 ])
 def test_query_identifiers(query, expected):
     assert query_identifiers(query) == expected

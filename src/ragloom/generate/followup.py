@@ -10,6 +10,9 @@ established:
   then the content words of the latest user questions, most recent first, never a word the
   question already has. The rewrite is the question followed by those terms (on convqa-dev it
   beat the question alone, the LLM rewrite and every question concatenated: BENCHMARKS.md).
+  Words are read in the language the user writes in (``lang/lexicon.py``: its stop words,
+  pronouns and openers; Chinese, Japanese and Thai split at their stop words); English keeps
+  the lists it was tuned with.
 - **llm**: a prompt (``answer.prompts.followup``) asks the LLM for the standalone question.
 
 Either way the result says what it did and why: the first step of ``Answer.trace``
@@ -22,28 +25,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-#: Words that carry no topic: function words, question words, and chat filler.
-STOP_WORDS = frozenset(
-    """a about above after again against all also am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
-    each else ever few for from further get gets getting give go got had hadn't has hasn't have haven't having he
-    he'd he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't
-    it it's its itself just know let let's like make me more most much must mustn't my myself need no nor not now
-    of off on once one only or other ought our ours ourselves out over own please really same say see shall shan't
-    she she'd she'll she's should shouldn't so some such tell than thank thanks that that's the their theirs them
-    themselves then there there's these they they'd they'll they're they've thing things think this those through
-    to too under until up us use used very want was wasn't way we we'd we'll we're we've well were weren't what
-    what's when when's where where's which while who who's whom why why's will with won't would wouldn't yes yet
-    you you'd you'll you're you've your yours yourself yourselves ok okay hi hello sure also maybe i'd many""".split()
-)
-#: Words that point back at something the conversation has already named.
-REFERRING = frozenset(
-    """he him his she her hers it its they them their theirs this that these those there then such former latter
-    one ones same above aforementioned""".split()
-)
-_OPENERS = re.compile(r"^\s*(and|or|but|so|also|what about|how about|what else|anything else|then|why not)\b", re.I)
-_WORD = re.compile(r"[^\W_][\w'’.\-]*[^\W_]|[^\W_]")
-_PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w'’\-]*(?:\s+(?:of|de|the|and|&)?\s*[A-Z][\w'’\-]*)*)")
+from ..lang.detect import detect_language
+from ..lang.lexicon import ENGLISH, ENGLISH_REFERRING, ENGLISH_STOP_WORDS, Lexicon, lexicon
+
+#: The English word lists (every language's are in ``lang/lexicon.py``).
+STOP_WORDS = ENGLISH_STOP_WORDS
+REFERRING = ENGLISH_REFERRING
 
 
 #: Terms carried into a follow-up: 6 was best of 3/4/6/8/12 on the tune half of convqa-dev
@@ -51,6 +38,8 @@ _PROPER = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w'’\-]*(?:\s+(?:of|de|the|a
 MAX_TERMS = 6
 #: The least weight a name of an earlier user turn keeps, however many turns ago it was said.
 NAME_FLOOR = 0.6
+#: The user turns (the latest) read with the question to tell the conversation's language.
+LANGUAGE_TURNS = 3
 
 
 @dataclass(frozen=True)
@@ -80,68 +69,80 @@ class Rewrite:
                 "added": list(self.added)}
 
 
-def words(text: str) -> list[str]:
-    return [w.replace("’", "'").strip(".-'").lower() for w in _WORD.findall(text)]
+def words(text: str, reading: Lexicon = ENGLISH) -> list[str]:
+    return reading.words(text)
 
 
-def content_words(text: str) -> list[str]:
-    return [w for w in words(text) if w not in STOP_WORDS and len(w) > 1 and not w.isdigit()]
+def content_words(text: str, reading: Lexicon = ENGLISH) -> list[str]:
+    return reading.content_words(text)
 
 
-def refers_back(question: str, min_content_words: int = 3) -> str | None:
+def conversation_lexicon(question: str, history: Sequence[Turn]) -> Lexicon:
+    """The lexicon of the language the user writes in: the question and the latest user turns,
+    read together (a follow-up alone is often too short to tell)."""
+    users = [t.content for t in history if t.role == "user"][-LANGUAGE_TURNS:]
+    code, _ = detect_language(" ".join([*users, question]))
+    return lexicon(code)
+
+
+def refers_back(question: str, min_content_words: int = 3, reading: Lexicon = ENGLISH) -> str | None:
     """Why ``question`` cannot stand alone, or None when it can."""
-    tokens = words(question)
-    pointing = sorted({t for t in tokens if t in REFERRING})
+    tokens = reading.words(question)
+    pointing = sorted({t for t in tokens if reading.fold(t) in reading.referring})
     if pointing:
         return f"it refers back ({', '.join(pointing)})"
-    if _OPENERS.match(question):
+    if reading.openers.match(question):
         return "it continues the previous turn"
-    if len(content_words(question)) < min_content_words:
+    if reading.word_count(question) < min_content_words:
         return f"it has fewer than {min_content_words} words of its own to search"
     return None
 
 
-def offline_rewrite(question: str, history: Sequence[Turn], max_terms: int = MAX_TERMS) -> Rewrite:
-    """The question with the salient terms of the earlier turns carried into it, when it refers back."""
+def offline_rewrite(question: str, history: Sequence[Turn], max_terms: int = MAX_TERMS,
+                    reading: Lexicon | None = None) -> Rewrite:
+    """The question with the salient terms of the earlier turns carried into it, when it refers back.
+
+    ``reading``: the language's words (default: the language the user writes in)."""
     earlier = [t for t in history if t.role in ("user", "assistant", "system") and t.content.strip()]
     if not earlier:
         return Rewrite(question, question, "none", "first turn: nothing to carry over")
-    reason = refers_back(question)
+    reading = reading or conversation_lexicon(question, earlier)
+    reason = refers_back(question, reading=reading)
     if reason is None:
         return Rewrite(question, question, "none", "it stands alone")
-    terms = salient_terms(question, earlier, max_terms)
+    terms = salient_terms(question, earlier, max_terms, reading)
     if not terms:
         return Rewrite(question, question, "none", f"{reason}, but the earlier turns name nothing to carry over")
     query = f"{question.strip()} {' '.join(terms)}"
     return Rewrite(query, question, "offline", f"{reason}: carried {', '.join(terms)}", tuple(terms))
 
 
-def salient_terms(question: str, history: Sequence[Turn], max_terms: int) -> list[str]:
+def salient_terms(question: str, history: Sequence[Turn], max_terms: int, reading: Lexicon = ENGLISH) -> list[str]:
     """Terms of the earlier turns, best first: the latest user questions' names and content words,
     then the assistant's names; none that the question already has."""
-    have = set(words(question))
+    have = set(reading.words(question))
     scores: dict[str, float] = {}
     order: dict[str, int] = {}
     # A system turn (a document's title, a topic the user set) holds for the whole conversation.
-    for position, term in enumerate(_terms(" ".join(t.content for t in history if t.role == "system"), False)):
+    for position, term in enumerate(_terms(" ".join(t.content for t in history if t.role == "system"), False, reading)):
         _score(scores, order, term, 1.5 if term[0].isupper() else 0.75, position)
     user_turns = [t for t in history if t.role == "user"]
     for age, turn in enumerate(reversed(user_turns)):
         # Content words fade with each turn; names fade to a floor: the subject of a conversation
         # is usually named once, early, and referred to by "it" or "he" afterwards.
         fading = 1.0 / (1 + age)
-        for position, term in enumerate(_terms(turn.content, names_only=False)):
+        for position, term in enumerate(_terms(turn.content, False, reading)):
             weight = max(2.0 * fading, NAME_FLOOR) if term[0].isupper() else fading
             _score(scores, order, term, weight, 1000 + position + 100 * age)
     assistant = [t for t in history if t.role == "assistant"]
     if assistant:
-        for position, term in enumerate(_terms(assistant[-1].content, names_only=True)):
+        for position, term in enumerate(_terms(assistant[-1].content, True, reading)):
             _score(scores, order, term, 0.5, 100_000 + position)
     ranked = sorted(scores, key=lambda term: (-scores[term], order[term]))
     chosen: list[str] = []
     seen = set(have)
     for term in ranked:
-        parts = set(words(term))
+        parts = set(reading.words(term))
         if parts <= seen:
             continue
         chosen.append(term)
@@ -156,12 +157,12 @@ def _score(scores: dict[str, float], order: dict[str, int], term: str, weight: f
     order.setdefault(term, position)
 
 
-def _terms(text: str, names_only: bool) -> list[str]:
-    names = [m.group(1) for m in _PROPER.finditer(text) if m.group(1).lower() not in STOP_WORDS]
+def _terms(text: str, names_only: bool, reading: Lexicon) -> list[str]:
+    names = reading.names(text)
     if names_only:
         return names
-    named = {w for name in names for w in words(name)}
-    return names + [w for w in content_words(text) if w not in named]
+    named = {w for name in names for w in reading.words(name)}
+    return names + [w for w in reading.content_words(text) if w not in named]
 
 
 #: How much of the conversation the LLM is shown: the latest turns, each cut to this many characters.

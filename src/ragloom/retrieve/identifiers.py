@@ -26,7 +26,9 @@ _PATTERNS = (
     r"[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{1,5}",  # a file name (not "e.g")
     r"[A-Za-z_$][\w$]+(?:(?:\.|::|->)[A-Za-z_$][\w$]+)+(?:\(\))?",  # a dotted or qualified symbol
     r"_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*",  # snake_case, SCREAMING_CASE
-    r"[a-z]{2,}(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+){2,}",  # camelCase, PascalCase (whole words, not "mRNA")
+    # camelCase, PascalCase: whole words (not "mRNA"), every part after the first a capital and a
+    # lower-case letter (getUserName, S3Client; not the histone marks H3K4me3 or genes miR7a, FoxO3a)
+    r"[a-z]{2,}(?:[A-Z][a-z][a-z0-9]*)+|[A-Z][a-z0-9]+(?:[A-Z][a-z][a-z0-9]*)+",
 )
 _IDENTIFIER = re.compile("|".join(f"(?:{p})" for p in _PATTERNS))
 _TOKEN = re.compile(r"[^\s\"'`,;()\[\]{}<>]+")
