@@ -257,3 +257,30 @@ def test_another_language_analyses_the_text(open_store):
     chunks = synthetic_chunks("de.md", [1], lambda n: "Die Häuser stehen am Flussufer")
     store.replace_source(record_for("de.md", chunks), chunks, np.stack([unit_vector(1)]))
     assert len(store.search_lexical("Haus", 5)) == 1  # German stemming: Häuser ~ Haus
+
+
+@pytest.mark.parametrize("filter_", [{"group": 3}, {"group": {"$in": [1, 2, 3, 4, 5, 6, 7, 8]}}, {"rare": True}],
+                         ids=["a tenth", "most", "one chunk"])
+def test_a_filtered_bm25_search_is_the_unfiltered_ranking_filtered(open_store, filter_):
+    # A filter that keeps enough of the unfiltered top 10k is answered from it; one that keeps too
+    # few (a single chunk) falls back to the filtered statement; both must rank the same way.
+    from ragloom.filters import matches
+    from ragloom.stores.postgres import search
+
+    store = open_store()
+    store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+    chunks = [Chunk(id=f"c{i:03d}", text=" ".join(["river"] * (1 + i % 7) + ["delta"] * (i % 3) + ["bank"] * (i % 11)
+                                                + [f"filler{i}"] * (i % 17)),  # lengths differ: few ties
+                    source="a.md", doc_id="a.md", chunk_index=i, start=i, end=i + 1, policy="test",
+                    content_hash=content_hash(f"a{i}"), token_count=3,
+                    metadata={"group": i % 10, **({"rare": True} if i == 77 else {})}) for i in range(200)]
+    store.replace_source(record_for("a.md", chunks), chunks, np.stack([unit_vector(i, 12) for i in range(200)]))
+    conditions = parse_where(filter_)
+    by_id = {c.id: c for c in chunks}
+    for query, k in [("river delta", 5), ("bank river", 3)]:
+        everything = store.search_lexical(query, 1000)
+        expected = [c.chunk_id for c in everything if matches(by_id[c.chunk_id].metadata, conditions)][:k]
+        assert [c.chunk_id for c in store.search_lexical(query, k, conditions)] == expected, (query, filter_)
+        with store._read() as connection:  # which way it was answered
+            over = search._over_fetched(connection, query, k, conditions, store.language, store.settings.bm25_depth)
+        assert (over is None) == ("rare" in filter_)

@@ -15,8 +15,10 @@ postings (``store.postgres.bm25_depth``, by impact: the BM25 term weight when wr
 index order), and those candidate chunks are scored exactly on every query term (a term read
 in part is looked up for each candidate). A chunk outside every term's best postings is not
 ranked, so results are exact whenever each term's list is read whole (``df <= depth``), and
-otherwise miss only chunks whose best term was not among the ``depth`` best. Filters restrict
-which postings are read (so ``depth`` matching chunks per term), never the scores.
+otherwise miss only chunks whose best term was not among the ``depth`` best. A filtered search
+first ranks ten times ``k`` chunks without the filter and keeps those that pass; when fewer than
+``k`` pass, the filter restricts which postings are read (so ``depth`` matching chunks per term).
+A filter never changes the scores.
 """
 
 from __future__ import annotations
@@ -57,10 +59,26 @@ ORDER BY s.score DESC, c.id LIMIT %(k)s
 """
 
 
+#: A filtered BM25 search first ranks this many times ``k`` chunks without the filter and keeps those
+#: that pass; only when fewer than ``k`` pass does it search with the filter inside the statement.
+#: Collecting a 10% filter's rows and probing postings against them cost 4.7 s p50 at 1M chunks
+#: (BENCHMARKS.md, issue 30); a 10% filter leaves about k of 10k. ``OVER_FETCH_MAX`` bounds the first try.
+OVER_FETCH, OVER_FETCH_MAX = 10, 2_000
+
+
 def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str,
             depth: int) -> list[Candidate]:
     if k <= 0 or not query.strip():
         return []
+    if conditions:
+        found = _over_fetched(connection, query, k, conditions, language, depth)
+        if found is not None:
+            return found
+    return _bm25(connection, query, k, conditions, language, depth)
+
+
+def _bm25(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str,
+          depth: int) -> list[Candidate]:
     sql, params = where.clause(conditions)
     named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(depth, 4 * k)}
     named.update({f"w{i}": value for i, value in enumerate(params)})
@@ -70,6 +88,27 @@ def lexical(connection: Any, query: str, k: int, conditions: Sequence[Condition]
         test = "AND p.rid IN (SELECT rid FROM allowed)"
     rows = connection.execute(_BM25.format(allowed=allowed, where=test), named).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows]
+
+
+def _over_fetched(connection: Any, query: str, k: int, conditions: Sequence[Condition], language: str,
+                  depth: int) -> list[Candidate] | None:
+    """The top ``k`` passing ``conditions`` found among the unfiltered top ``OVER_FETCH * k``; None
+    when fewer pass (or the k-th ties the last one read), so the filtered statement must answer."""
+    n = min(OVER_FETCH * k, OVER_FETCH_MAX)
+    if n <= k:
+        return None
+    ranked = _bm25(connection, query, n, (), language, depth)
+    if not ranked:
+        return []
+    sql, params = where.clause(conditions)
+    passing = {row[0] for row in connection.execute(
+        f"SELECT c.id FROM chunks c WHERE c.id = ANY(%s) AND {sql}", [[c.chunk_id for c in ranked], *params])}
+    kept = rank_candidates([c for c in ranked if c.chunk_id in passing], k)
+    if len(ranked) < n:  # every chunk the query matches was read
+        return kept
+    if len(kept) < k or kept[-1].score <= ranked[-1].score:  # a chunk not read may pass, or tie the k-th
+        return None
+    return kept
 
 
 def _named(sql: str, n: int) -> str:
