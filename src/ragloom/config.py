@@ -303,7 +303,7 @@ class PostgresStoreConfig(Section):
     ann_index: Literal["ivfflat", "hnsw"] = Field(
         "ivfflat", description="pgvector's approximate index above exact_rows: ivfflat (sqrt(chunks) lists, rebuilt "
         "when the index has grown 4x) or hnsw")
-    ivfflat_probes: int = Field(0, ge=0, description="IVFFlat lists searched per query; 0 = one in 16, at least 20")
+    ivfflat_probes: int = Field(0, ge=0, description="IVFFlat lists searched per query; 0 = one in 32, at least 20")
     hnsw_m: int = Field(16, ge=2, le=100, description="HNSW graph degree (pgvector `m`)")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000, description="HNSW build breadth (pgvector `ef_construction`)")
     hnsw_ef_search: int = Field(100, ge=1, le=1000, description="HNSW search breadth, raised for larger k")
