@@ -35,8 +35,10 @@ class VectorMatrix:
         self.slots = np.zeros(0, dtype=np.int64)  # each row's slot in ``vectors``
         self.vectors = np.zeros((0, 0), dtype=np.float32)  # every slot of the vector file, dead ones too
         self._in_slot_order = True  # slots == 0..n-1: no gather needed
-        self._position_of: dict[str, int] | None = None
+        self._position_of: tuple[list[str], dict[str, int]] | None = None
         self._reader: RowReader | None = None
+        self._snapshot: tuple[np.ndarray, list[str], np.ndarray, np.ndarray, bool] = (
+            self.rows, self.ids, self.slots, self.vectors, True)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -81,18 +83,24 @@ class VectorMatrix:
                   vectors, generation)
 
     def _set(self, rows: np.ndarray, ids: list[str], slots: np.ndarray, vectors: np.ndarray, generation: int) -> None:
+        in_order = len(slots) == len(vectors) and bool(np.all(slots == np.arange(len(slots))))
+        # A search reads ``_snapshot`` once: a refresh on another thread (a server searching while
+        # it ingests) replaces it whole, so rows, ids, slots and vectors never come from two versions.
+        self._snapshot = (rows, ids, slots, vectors, in_order)
         self.rows, self.ids, self.slots, self.vectors, self.generation = rows, ids, slots, vectors, generation
-        self._in_slot_order = len(slots) == len(vectors) and bool(np.all(slots == np.arange(len(slots))))
+        self._in_slot_order = in_order
         self._position_of = None
         if self._reader is None or self._reader.vectors is not vectors:
             self._reader = RowReader(vectors) if isinstance(vectors, np.memmap) else None
 
-    def at(self, positions: np.ndarray) -> np.ndarray:
+    def at(self, positions: np.ndarray, snapshot: tuple | None = None) -> np.ndarray:
         """Vectors of the rows at these matrix positions (a copy)."""
-        slots = self.slots[positions]
-        if self._reader is not None and len(slots) <= READ_LIMIT:
-            return self._reader.read(slots)
-        return self._mapped(slots)
+        _, _, all_slots, vectors, _ = snapshot or self._snapshot
+        slots = all_slots[positions]
+        reader = self._reader
+        if reader is not None and reader.vectors is vectors and len(slots) <= READ_LIMIT:
+            return reader.read(slots)
+        return np.asarray(vectors[slots], dtype=np.float32)
 
     def _mapped(self, slots: np.ndarray) -> np.ndarray:
         """The vectors in these slots, gathered through the file's mapping (a copy)."""
@@ -112,41 +120,47 @@ class VectorMatrix:
                 old.unlink(missing_ok=True)
 
     # -- search ---------------------------------------------------------------------------
-    def positions(self, rows: np.ndarray) -> np.ndarray:
+    def positions(self, rows: np.ndarray, matrix_rows: np.ndarray | None = None) -> np.ndarray:
         """Matrix positions of these SQLite rows (sorted); rows not in the matrix are dropped."""
-        if len(self.rows) == 0 or len(rows) == 0:
+        known = self.rows if matrix_rows is None else matrix_rows
+        if len(known) == 0 or len(rows) == 0:
             return np.zeros(0, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.rows, rows), 0, len(self.rows) - 1)
-        return pos[self.rows[pos] == rows]
+        pos = np.clip(np.searchsorted(known, rows), 0, len(known) - 1)
+        return pos[known[pos] == rows]
 
     def search(self, query: np.ndarray, k: int, allowed_rows: np.ndarray | None = None) -> list[Candidate]:
-        if len(self.rows) == 0 or k <= 0:
+        rows, ids, slots, vectors, in_order = self._snapshot
+        if len(rows) == 0 or k <= 0:
             return []
         query = np.asarray(query, dtype=np.float32)
         if allowed_rows is None:
             positions = None
-            scores = cosine(self.vectors, query)  # one pass over the file; dead slots cost a little
-            if not self._in_slot_order:
-                scores = scores[self.slots]
+            scores = cosine(vectors, query)  # one pass over the file; dead slots cost a little
+            if not in_order:
+                scores = scores[slots]
         else:
-            positions = self.positions(allowed_rows)
+            positions = self.positions(allowed_rows, rows)
             if len(positions) == 0:
                 return []
             # Through the mapping: a filtered scan reads the same allowed rows query after query.
-            scores = cosine(self._mapped(self.slots[positions]), query)
+            scores = cosine(np.asarray(vectors[slots[positions]], dtype=np.float32), query)
         chosen = top_k_indices(scores, k)
         chosen_pos = chosen if positions is None else positions[chosen]
-        candidates = [Candidate(self.ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
+        candidates = [Candidate(ids[int(p)], float(scores[int(i)])) for i, p in zip(chosen, chosen_pos)]
         candidates.sort(key=lambda c: (-c.score, c.chunk_id))
         return candidates[:k]
 
     def scores_for_ids(self, query: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
-        if self._position_of is None:
-            self._position_of = {cid: i for i, cid in enumerate(self.ids)}
-        found = [(cid, self._position_of[cid]) for cid in chunk_ids if cid in self._position_of]
+        snapshot = self._snapshot
+        ids = snapshot[1]
+        cached = self._position_of
+        if cached is None or cached[0] is not ids:
+            cached = self._position_of = (ids, {cid: i for i, cid in enumerate(ids)})
+        position_of = cached[1]
+        found = [(cid, position_of[cid]) for cid in chunk_ids if cid in position_of]
         if not found:
             return {}
-        scores = cosine(self.at(np.array([p for _, p in found])), np.asarray(query, dtype=np.float32))
+        scores = cosine(self.at(np.array([p for _, p in found]), snapshot), np.asarray(query, dtype=np.float32))
         return {cid: float(s) for (cid, _), s in zip(found, scores)}
 
 
