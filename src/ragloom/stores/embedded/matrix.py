@@ -34,7 +34,6 @@ class VectorMatrix:
         self.ids: list[str] = []
         self.slots = np.zeros(0, dtype=np.int64)  # each row's slot in ``vectors``
         self.vectors = np.zeros((0, 0), dtype=np.float32)  # every slot of the vector file, dead ones too
-        self._in_slot_order = True  # slots == 0..n-1: no gather needed
         self._position_of: tuple[list[str], dict[str, int]] | None = None
         self._reader: RowReader | None = None
         self._snapshot: tuple[np.ndarray, list[str], np.ndarray, np.ndarray, bool] = (
@@ -88,7 +87,6 @@ class VectorMatrix:
         # it ingests) replaces it whole, so rows, ids, slots and vectors never come from two versions.
         self._snapshot = (rows, ids, slots, vectors, in_order)
         self.rows, self.ids, self.slots, self.vectors, self.generation = rows, ids, slots, vectors, generation
-        self._in_slot_order = in_order
         self._position_of = None
         if self._reader is None or self._reader.vectors is not vectors:
             self._reader = RowReader(vectors) if isinstance(vectors, np.memmap) else None
@@ -101,10 +99,6 @@ class VectorMatrix:
         if reader is not None and reader.vectors is vectors and len(slots) <= READ_LIMIT:
             return reader.read(slots)
         return np.asarray(vectors[slots], dtype=np.float32)
-
-    def _mapped(self, slots: np.ndarray) -> np.ndarray:
-        """The vectors in these slots, gathered through the file's mapping (a copy)."""
-        return np.asarray(self.vectors[slots], dtype=np.float32)
 
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
