@@ -62,7 +62,7 @@ ORDER BY s.score DESC, c.id LIMIT %(k)s
 #: A filtered BM25 search first ranks this many times ``k`` chunks without the filter and keeps those
 #: that pass; only when fewer than ``k`` pass does it search with the filter inside the statement.
 #: Collecting a 10% filter's rows and probing postings against them cost 4.7 s p50 at 1M chunks
-#: (BENCHMARKS.md, issue 30); a 10% filter leaves about k of 10k. ``OVER_FETCH_MAX`` bounds the first try.
+#: (BENCHMARKS.md, issue 30); a 10% filter leaves about k of 10 x k. ``OVER_FETCH_MAX`` bounds the first try.
 OVER_FETCH, OVER_FETCH_MAX = 10, 2_000
 
 
