@@ -267,7 +267,7 @@ def test_a_filtered_bm25_search_is_the_unfiltered_ranking_filtered(open_store, f
     from ragloom.filters import matches
     from ragloom.stores.postgres import search
 
-    store = open_store()
+    store = open_store(bm25_depth=40)  # the first try reads the top 50 of 200, not all of them
     store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
     chunks = [Chunk(id=f"c{i:03d}", text=" ".join(["river"] * (1 + i % 7) + ["delta"] * (i % 3) + ["bank"] * (i % 11)
                                                 + [f"filler{i}"] * (i % 17)),  # lengths differ: few ties
