@@ -128,13 +128,34 @@ def test_concurrent_writers_never_fork_the_audit_chain(open_store):
         for i in range(n):
             store.log_search(_audit_entry(f"q{i}"))
 
+    def write(store, n):  # a write appends under the write lock and then the chain's
+        for i in range(n):
+            chunks = synthetic_chunks(f"w{i}.md", [i], lambda n: f"text {n}")
+            store.replace_source(record_for(f"w{i}.md", chunks), chunks, np.stack([unit_vector(i)]))
+
     threads = [threading.Thread(target=log, args=(store, 25)) for store in stores for _ in range(2)]
+    threads.append(threading.Thread(target=write, args=(stores[0], 10)))
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     report = stores[1].verify_audit()
-    assert report.ok and report.entries == 101, report.describe()
+    assert report.ok and report.entries == 111, report.describe()
+
+
+def test_a_search_is_logged_while_another_replica_holds_the_write_lock(open_store):
+    # A search's audit entry takes the chain's lock only: it must not wait for a source's write
+    # (COPY, postings) on another replica to commit.
+    name = _name()
+    writer, searcher = open_store(name), open_store(name)
+    writer.set_embedder_info(EMBEDDER)
+    logged = threading.Event()
+    with writer.catalog.transaction():  # the write lock, held as a long write would
+        thread = threading.Thread(target=lambda: (searcher.log_search(_audit_entry("q")), logged.set()))
+        thread.start()
+        assert logged.wait(10), "the search's audit entry waited for the write lock"
+    thread.join()
+    assert writer.verify_audit().ok
 
 
 @pytest.mark.parametrize("kind", ["ivfflat", "hnsw"])

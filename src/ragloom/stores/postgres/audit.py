@@ -1,9 +1,10 @@
 """The audit log's hash chain in PostgreSQL: the rows and hashes of ``ragloom.audit``.
 
-An entry is appended inside the transaction that makes the change it records, which holds
-the index's advisory write lock (``database.Database.transaction``): two replicas appending
-at once are serialized, so each new entry links to the true newest one and the chain never
-forks.
+An entry is appended inside the transaction that makes the change it records (a search's entry
+in a transaction of its own), and the append takes the chain's advisory lock, held to the
+commit: two replicas appending at once are serialized, so each new entry links to the true
+newest one and the chain never forks. A write appends at its end, so it holds the chain's lock
+for the last statements of its transaction only; a search does not wait for the rest of it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from ... import audit
 from ...audit import AuditEvent, ChainReport
 
 
-def append(connection: Any, entry: Mapping[str, Any]) -> AuditEvent:
-    """Chain ``entry`` after the newest one; the caller's transaction holds the write lock."""
+def append(connection: Any, entry: Mapping[str, Any], lock: int) -> AuditEvent:
+    """Chain ``entry`` after the newest one, holding the chain's lock ``lock`` to the end of the
+    caller's transaction (a statement after the lock reads the newest committed head)."""
     entry = audit.normalised(dict(entry))
+    connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
     row = connection.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
     seq, prev = (row[0] + 1, row[1]) if row else (1, audit.GENESIS)
     digest = audit.chain_hash(seq, prev, entry)

@@ -116,14 +116,15 @@ class PostgresCatalog:
         with self.transaction() as connection:
             embedder = (self.get_meta("embedder") or {}).get("model_id", "")
             operation = self.operation or {}
-            return chain.append(connection, new_entry(kind, embedder=embedder, operation=operation.get("id"), **fields))
+            entry = new_entry(kind, embedder=embedder, operation=operation.get("id"), **fields)
+            return chain.append(connection, entry, self.database.audit_key)
 
     def log_event(self, kind: str, **fields: Any) -> AuditEvent:
         return self.audit_write(kind, **fields)
 
     def log_search(self, entry: AuditEntry) -> str:
-        with self.transaction() as connection:
-            return chain.append(connection, _search_entry(entry)).id
+        with self.database.audit_transaction() as connection:
+            return chain.append(connection, _search_entry(entry), self.database.audit_key).id
 
     def recent_searches(self, limit: int) -> list[AuditEntry]:
         return [search_from_event(event) for event in self.audit_events(limit, ["search"])]

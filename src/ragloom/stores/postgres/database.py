@@ -47,6 +47,9 @@ class Database:
         require("pgvector.psycopg", extra="postgres", feature="the postgres store", package="pgvector")
         self.write_key = lock_key("ragloom.write", address.schema)
         self.session_key = lock_key("ragloom.writer", address.schema)
+        #: The audit chain's own lock, taken by each append: a search's entry waits for other
+        #: appends only, not for a source's write to finish.
+        self.audit_key = lock_key("ragloom.audit", address.schema)
         self._local = threading.local()
         self._prepare(create=not read_only, tables=prepare or self._index_tables)
         self.pool = _shared_pool(address, self._options(), pool_size)
@@ -138,6 +141,19 @@ class Database:
                 yield connection
             finally:
                 self._local.connection = None
+
+    @contextmanager
+    def audit_transaction(self) -> Iterator[Any]:
+        """A transaction that only appends to the audit chain (a search's entry): no write lock,
+        ``audit.append`` takes the chain's (joins a write transaction when one is open)."""
+        if self.read_only:
+            raise IndexReadOnlyError(f"the index {self.address.shown()} is open read-only")
+        current = getattr(self._local, "connection", None)
+        if current is not None:
+            yield current
+            return
+        with self.connection() as connection, connection.transaction():
+            yield connection
 
     @contextmanager
     def writer_session(self) -> Iterator[None]:
