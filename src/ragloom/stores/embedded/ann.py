@@ -179,11 +179,14 @@ class AnnIndex:
             if len(rows) >= min(k, available) or nprobe >= lists:
                 break
             nprobe *= 4
-        positions = np.sort(matrix.positions(np.sort(rows)))
+        # Rows, positions, vectors and ids from one version of the matrix (a refresh on another
+        # thread replaces the snapshot whole).
+        snapshot = matrix.snapshot
+        positions = np.sort(matrix.positions(np.sort(rows), snapshot[0]))
         if len(positions) == 0:
             return []
-        scores = cosine(matrix.at(positions), query[0])
+        scores = cosine(matrix.at(positions, snapshot), query[0])
         chosen = top_k_indices(scores, k)
-        candidates = [Candidate(matrix.ids[int(positions[i])], float(scores[i])) for i in chosen]
+        candidates = [Candidate(snapshot[1][int(positions[i])], float(scores[i])) for i in chosen]
         candidates.sort(key=lambda c: (-c.score, c.chunk_id))
         return candidates[:k]

@@ -42,6 +42,11 @@ class VectorMatrix:
     def __len__(self) -> int:
         return len(self.rows)
 
+    @property
+    def snapshot(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray, bool]:
+        """(rows, ids, slots, vectors, in slot order) of one version, for a search to read throughout."""
+        return self._snapshot
+
     # -- persistence ----------------------------------------------------------------------
     def load(self, generation: int, catalog: Catalog) -> bool:
         """Load the saved row map if it was built at ``generation``; False when there is none
