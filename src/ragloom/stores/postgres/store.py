@@ -11,6 +11,7 @@ The index is named by ``store.postgres.url`` and ``store.postgres.index`` (or
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,8 @@ class PostgresStore(CatalogBacked, Store):
         self.language = str(self.catalog.get_meta("language") or self.settings.language)
         self.database.language = self.language  # the index keeps the configuration it was made with
         self._ann: ann.Approximate | None = None
+        #: Runs the BM25 half of a hybrid search while the caller runs the dense half.
+        self._halves = ThreadPoolExecutor(max_workers=self.settings.pool_size, thread_name_prefix="ragloom-pg-bm25")
 
     @classmethod
     def open(cls, path: Path, config: Config, read_only: bool = False) -> PostgresStore:
@@ -175,6 +178,18 @@ class PostgresStore(CatalogBacked, Store):
         with self._read() as connection:
             return search.lexical(connection, query, k, conditions, self.language, self.settings.bm25_depth)
 
+    def search_both(self, vector: np.ndarray, query: str, k: int, conditions: Sequence[Condition] = ()
+                    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both halves at once, each on its own connection: PostgreSQL runs them in two backends,
+        so a hybrid search takes as long as its slower half, not the sum of the two."""
+        lexical = self._halves.submit(self.search_lexical, query, k, conditions)
+        try:
+            dense = self.search_dense(vector, k, conditions)
+        except BaseException:
+            wait([lexical])  # the BM25 half holds a connection: not left running behind the error
+            raise
+        return dense, lexical.result()
+
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         if not chunk_ids:
             return {}
@@ -198,4 +213,5 @@ class PostgresStore(CatalogBacked, Store):
         return int(row[0])
 
     def close(self) -> None:
+        self._halves.shutdown(wait=True)
         self.catalog.close()
