@@ -7,13 +7,16 @@ Each paragraph of ``xquad-dev/<lang>`` is one chunk of the project's own BM25 in
 (``LexicalIndex``, the analyser of the language's family), and each question is searched as
 the store searches it; only how a run of Chinese or Thai characters becomes tokens changes:
 
-- ``bigrams``: overlapping character bigrams (today's default, ``lang/analysis.py``);
+- ``bigrams``: overlapping character bigrams (Chinese's default, and Thai's before ``nlpo3``);
 - ``jieba`` / ``jieba-search``: jieba 0.42.1 words (precise mode / its search mode, which also
   gives the shorter words inside a long one), Chinese only;
 - ``newmm``: pythainlp 5.4's dictionary-based maximal matching, Thai only;
+- ``nlpo3``: the same algorithm in nlpo3 1.4.0 (Rust) with PyThaiNLP's ``words_th.txt``, as
+  ragloom reads Thai by default (``lang/thai.py``), Thai only;
 - ``<segmenter>+bigrams``: the segmenter's words and the bigrams, both.
 
-Needs ``pip install jieba==0.42.1 pythainlp==5.4.0`` (measured here, not ragloom dependencies).
+jieba and pythainlp are measured here, not ragloom dependencies (``pip install jieba==0.42.1
+pythainlp==5.4.0``); a mode whose package is missing is skipped.
 Prints nDCG@10 and recall@10 as a Markdown table, and how many characters a second each mode
 prepares (one thread; a wall-clock figure, so "under load" on a shared machine).
 """
@@ -36,9 +39,10 @@ from ragloom.types import Chunk
 
 SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
 XQUAD = SHARED / "xquad-dev"
-FAMILY = {"zh": "cjk", "th": "sea"}
+FAMILY = {"zh": "cjk", "th": "th"}
+SCRIPT = {"zh": analysis.BIGRAM_SCRIPTS["cjk"], "th": analysis.SEGMENTED_SCRIPTS["th"]}
 MODES = {"zh": ["bigrams", "jieba", "jieba-search", "jieba+bigrams", "jieba-search+bigrams"],
-         "th": ["bigrams", "newmm", "newmm+bigrams"]}
+         "th": ["bigrams", "newmm", "newmm+bigrams", "nlpo3", "nlpo3+bigrams"]}
 
 
 def segmenter(mode: str) -> Callable[[str], list[str]]:
@@ -58,18 +62,22 @@ def segmenter(mode: str) -> Callable[[str], list[str]]:
         from pythainlp.tokenize import word_tokenize
 
         return lambda run: word_tokenize(run, engine="newmm", keep_whitespace=False)
+    if name == "nlpo3":
+        from ragloom.lang import thai
+
+        return thai.words
     raise ValueError(mode)
 
 
-def preparer(mode: str, family: str) -> Callable[[str, str], str]:
-    """A replacement for ``analysis.prepare`` that reads ``family``'s script runs the ``mode`` way."""
-    original = analysis.prepare
+def preparer(mode: str, language: str) -> Callable[[str, str], str]:
+    """A replacement for ``analysis.prepare`` that reads the language's script runs the ``mode`` way."""
+    original, family = analysis_prepare, FAMILY[language]
+    run = re.compile(f"[{SCRIPT[language]}]+")
     if mode == "bigrams":
-        return original
+        return lambda name, text: run.sub(analysis._bigrams, text) if name == family else original(name, text)
     cut = segmenter(mode)
-    cut("预热 ทดสอบ")  # loads the dictionary before anything is timed
+    cut("预热" if language == "zh" else "ทดสอบ")  # loads the dictionary before anything is timed
     with_bigrams = mode.endswith("+bigrams")
-    run = re.compile(f"[{analysis.BIGRAM_SCRIPTS[family]}]+")
 
     def words(match: re.Match[str]) -> str:
         text = match.group(0)
@@ -98,7 +106,7 @@ def load(language: str) -> tuple[dict[str, str], dict[str, str], dict[str, dict[
 
 def measure(language: str, mode: str) -> dict:
     corpus, queries, qrels = load(language)
-    prepare = preparer(mode, FAMILY[language])
+    prepare = preparer(mode, language)
     analysis.prepare = lexical.prepare = prepare  # the store's own BM25, fed another tokenisation
     try:
         started = time.perf_counter()
@@ -135,7 +143,11 @@ def main() -> None:
         for mode in args.modes or MODES[language]:
             if mode not in MODES[language]:
                 continue
-            row = measure(language, mode)
+            try:
+                row = measure(language, mode)
+            except ImportError as exc:
+                print(f"| {language} | {mode} | skipped: {exc} | | | |", flush=True)
+                continue
             baseline = row["per_query"] if mode == "bigrams" else baseline
             p = f"{paired_p_value(baseline, row['per_query']):.3f}" if baseline and mode != "bigrams" else "-"
             print(f"| {language} | {mode} | {row['nDCG@10']:.4f} | {p} | {row['recall@10']:.4f} | "

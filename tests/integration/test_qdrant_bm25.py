@@ -111,6 +111,44 @@ def test_a_chunk_is_read_in_its_own_language(tmp_path: Path) -> None:
         store.close()
 
 
+# "The national team of Thailand won the football final last night"; "the titans trickled into
+# the city, then the titans trickled home" (ไทย's character pairs inside other words); "it rained".
+THAI = ["ทีมชาติไทยชนะการแข่งขันฟุตบอลนัดชิงชนะเลิศเมื่อคืนนี้อย่างสนุกสนาน",
+        "ไททันทยอยเดินทางมาถึงเมืองแล้วไททันก็ทยอยกลับบ้าน", "ฝนตกหนักทั้งคืนจนน้ำท่วมถนนหน้าบ้าน"]
+
+
+def test_thai_is_read_as_words_as_the_embedded_store_reads_it(tmp_path: Path) -> None:
+    embedded, qdrant = _store(tmp_path / "e", "embedded"), _store(tmp_path / "q", "qdrant")
+    try:
+        for store in (embedded, qdrant):
+            chunks = _write(store, "th.md", THAI, lang="th")
+        assert qdrant.catalog.get_meta(FAMILIES_META) == ["th"]
+        for query in ("ไทย", "ทีมไทยชนะไหม", "ฝนตก"):
+            expected, got = embedded.search_lexical(query, 3), qdrant.search_lexical(query, 3)
+            assert [h.chunk_id for h in got] == [h.chunk_id for h in expected], query
+        # A word, not its character pairs: the titans hold ไท and ทย twice, never ไทย.
+        assert [h.chunk_id for h in qdrant.search_lexical("ไทย", 3)] == [chunks[0].id]
+    finally:
+        embedded.close()
+        qdrant.close()
+
+
+def test_a_collection_written_before_thai_had_its_own_family_keeps_matching(tmp_path: Path) -> None:
+    store = _store(tmp_path / "index", "qdrant")
+    try:
+        # Thai text marked Lao is read by ``sea``, as every Thai chunk was before Thai had its own
+        # family: the points of such a collection, and its recorded families.
+        old = _write(store, "old.md", THAI, lang="lo")
+        assert store.catalog.get_meta(FAMILIES_META) == ["sea"]
+        assert store.search_lexical("ทีมไทย", 3)[0].chunk_id == old[0].id
+        new = _write(store, "new.md", ["ฟุตบอลทีมชาติไทยลงสนามวันนี้"], first=3, lang="th")  # "Thailand's team plays today"
+        assert store.catalog.get_meta(FAMILIES_META) == ["sea", "th"]
+        found = [h.chunk_id for h in store.search_lexical("ทีมไทย", 4)]
+        assert old[0].id in found[:2] and new[0].id in found[:2]  # each read the way it was written
+    finally:
+        store.close()
+
+
 def test_a_collection_keeps_the_lexical_side_it_was_created_with(tmp_path: Path) -> None:
     store = _store(tmp_path / "index", "qdrant", lexical="local")
     chunks = _write(store, "all.md", SENTENCES)

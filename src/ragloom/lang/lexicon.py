@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .analysis import BIGRAM_SCRIPTS
+from .analysis import BIGRAM_SCRIPTS, SEGMENTED_SCRIPTS
 from .detect import UNDETERMINED
 
 #: Words that carry no topic: function words, question words, and chat filler.
@@ -94,8 +94,8 @@ OPENERS = {
     "ja": r"それで|では|じゃあ|そして|また|でも",
     "th": r"แล้ว|และ|หรือ|แต่|ส่วน",
 }
-#: Scripts written without spaces (the BM25 side reads them as bigrams).
-_UNSPACED = "".join(BIGRAM_SCRIPTS.values())
+#: Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Burmese).
+_UNSPACED = "".join([*BIGRAM_SCRIPTS.values(), *SEGMENTED_SCRIPTS.values()])
 #: Characters of such a script per word: a term of 6 Chinese characters counts as 3 words. Set so
 #: that as many of XQuAD's (standalone) questions have too few words as in English (26 of 632;
 #: Chinese 24 at 2, Thai 26 at 9: a Thai term between stop words is often several words;

@@ -1,6 +1,7 @@
 """Which words of a passage match a query, as BM25 saw them (stemmed, stop words dropped), in the
-query's language: its words are read by English's analyser and by its own language's, and in
-Chinese, Japanese or Thai text the matching character pairs are marked."""
+query's language: its words are read by English's analyser and by its own language's; in
+Chinese or Japanese text the matching character pairs are marked, in Thai text the matching words
+(cut as BM25 cuts them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 from functools import lru_cache
 
 from ..lang import detect_language
-from ..lang.analysis import BIGRAM_SCRIPTS, DEFAULT_FAMILY, Analyzers, family_of
+from ..lang.analysis import BIGRAM_SCRIPTS, DEFAULT_FAMILY, SEGMENTED_SCRIPTS, Analyzers, family_of, word_spans
 
 # Words as tantivy's simple tokenizer cuts them: runs of letters and digits (not "_").
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -49,7 +50,7 @@ def query_terms(query: str) -> QueryTerms:
 
 def matched_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
     """(start, end) character spans of the words of ``text`` whose term is in ``terms`` (and, for a
-    query in a language without spaces, of the character pairs among them)."""
+    query in a language without spaces, of the character pairs or segmented words among them)."""
     if not terms:
         return []
     families = getattr(terms, "families", (DEFAULT_FAMILY,))
@@ -57,12 +58,30 @@ def matched_spans(text: str, terms: frozenset[str]) -> list[tuple[int, int]]:
     spans = [
         (match.start(), match.end())
         for match in _WORD.finditer(text)
-        if any(term in terms for family in worded for term in _word_terms(family, match.group().lower()))
+        if any(term in terms for family in worded if not _segmented(family, match.group())
+               for term in _word_terms(family, match.group().lower()))
     ]
     for family in families:
         if family in BIGRAM_SCRIPTS:
             spans += _bigram_spans(text, terms, family)
-    return _merged(spans) if len(families) > len(worded) else spans
+        elif family in SEGMENTED_SCRIPTS:
+            spans += _segmented_spans(text, terms, family)
+    return _merged(spans) if any(f in BIGRAM_SCRIPTS or f in SEGMENTED_SCRIPTS for f in families) else spans
+
+
+def _segmented(family: str, word: str) -> bool:
+    """Whether ``word`` holds the script that ``family`` cuts with a segmenter (``_segmented_spans``
+    reads it: Python's word pattern breaks Thai words at their vowel signs)."""
+    script = SEGMENTED_SCRIPTS.get(family)
+    return script is not None and re.search(f"[{script}]", word) is not None
+
+
+def _segmented_spans(text: str, terms: frozenset[str], family: str) -> list[tuple[int, int]]:
+    spans = []
+    for run in re.finditer(f"[{SEGMENTED_SCRIPTS[family]}]+", text):
+        spans += [(run.start() + start, run.start() + end) for start, end in word_spans(family, run.group())
+                  if run.group()[start:end].lower() in terms]
+    return spans
 
 
 def _bigram_spans(text: str, terms: frozenset[str], family: str) -> list[tuple[int, int]]:

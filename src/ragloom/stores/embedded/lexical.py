@@ -2,10 +2,10 @@
 
 Each chunk is read by its language's analyser, in that analyser family's own field
 (``lang/analysis.py``: English as always, stemmers and stop words for 18 languages, character
-bigrams for Chinese, Japanese and Thai, Unicode-aware tokens for the rest); a query is read by
-every family the index holds. The index is a derived cache of SQLite, stamped with the
-generation it has caught up with (and the families it holds); a stale or damaged index is
-rebuilt from SQLite. Each chunk's metadata is also indexed as exact terms (``metaterms.py``),
+bigrams for Chinese and Japanese, segmented words for Thai, Unicode-aware tokens for the rest); a
+query is read by every family the index holds. The index is a derived cache of SQLite, stamped
+with the generation it has caught up with (and the families it holds, and what segmented their
+words); a stale or damaged index is rebuilt from SQLite. Each chunk's metadata is also indexed as exact terms (``metaterms.py``),
 so a tenant's equality filter is a term query inside tantivy.
 """
 
@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+import warnings
 import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -23,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import tantivy
 
-from ...errors import DiskFullError
+from ...errors import DiskFullError, RagloomWarning
 from ...lang import detect_language
 from .identifiers import camel_parts, identifiers
 from .metaterms import filter_terms, metadata_terms
-from ...lang.analysis import FAMILIES, Analyzers, english_analyzer, family_of, prepare
+from ...lang.analysis import FAMILIES, SEGMENTATIONS, Analyzers, english_analyzer, family_of, prepare
 from ...filters import Condition
 from ...types import Chunk
 from ..base import Candidate
@@ -49,12 +50,22 @@ def _schema() -> tantivy.Schema:
     builder.add_unsigned_field("row", stored=False, indexed=True, fast=True)
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("source", stored=False, tokenizer_name="raw")
-    for family in FAMILIES.values():
-        builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
+    for name, family in FAMILIES.items():
+        if name not in FAMILIES_AFTER_METADATA:
+            builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
     builder.add_text_field(IDENTIFIER_FIELD, stored=False, tokenizer_name="raw", index_option="freq")
-    # Last, so the fields before it keep their numbers in an index written before it existed.
+    # Fields added later come last, so the fields before them keep their numbers in an index
+    # written before them: a reader that may not rebuild such an index queries it with this schema.
     builder.add_text_field(METADATA_FIELD, stored=False, tokenizer_name="raw", index_option="basic")
+    for name in FAMILIES_AFTER_METADATA:
+        family = FAMILIES[name]
+        builder.add_text_field(family.field, stored=False, tokenizer_name=family.analyzer_name, index_option="freq")
     return builder.build()
+
+
+#: Families whose fields came after the metadata field (Thai, once read as bigrams in `sea`).
+#: A writer that opens an index without them finds another schema and rebuilds it from SQLite.
+FAMILIES_AFTER_METADATA = ("th",)
 
 
 def _document(row: int, chunk: Chunk) -> tuple[tantivy.Document, str]:
@@ -95,6 +106,11 @@ def identifier_clauses(schema: tantivy.Schema, query: str, analyzer: tantivy.Tex
     clauses += [(tantivy.Occur.Should, tantivy.Query.term_query(schema, "text", term))
                 for term in dict.fromkeys(analyzer.analyze(parts))] if parts else []
     return clauses
+
+
+def _segmentation(families: Iterable[str]) -> dict[str, str]:
+    """What cut the words of those of ``families`` that a segmenter reads (``SEGMENTATIONS``)."""
+    return {family: SEGMENTATIONS[family]() for family in sorted(families) if family in SEGMENTATIONS}
 
 
 def _nearly_full(folder: Path) -> bool:
@@ -159,7 +175,11 @@ class LexicalIndex:
             if not is_damage(exc):
                 raise
             # Damaged or from an incompatible schema: it is only a cache, start afresh.
-            warn_rebuilding(f"the BM25 index at {self.folder}", exc)
+            if "schema does not match" in str(exc):
+                warnings.warn(f"the BM25 index at {self.folder} was written with other fields (by an earlier "
+                              "ragloom); rebuilding it from the index database", RagloomWarning, stacklevel=3)
+            else:
+                warn_rebuilding(f"the BM25 index at {self.folder}", exc)
             self._clear_folder()
             index = tantivy.Index(schema, path=str(self.folder), reuse=False)
         self._analyzers.register(index)
@@ -216,7 +236,10 @@ class LexicalIndex:
         except (OSError, ValueError, KeyError, TypeError):
             return -1
         # An index stamped before families were recorded holds English text only.
-        self.families |= set(state.get("families", ["en"])) & set(FAMILIES)
+        recorded = set(state.get("families", ["en"])) & set(FAMILIES)
+        self.families |= recorded
+        if state.get("segmentation", {}) != _segmentation(recorded):
+            return -1  # its Thai was cut by another segmenter or dictionary: stale
         # Only this code writes to an index of this schema (another one is rebuilt), so every
         # chunk in an index stamped so holds its terms.
         self.metadata_terms = bool(state.get("metadata_terms"))
@@ -228,7 +251,8 @@ class LexicalIndex:
             self._memory_generation = generation
             return
         tmp = self.folder / "ragloom-state.tmp"
-        state = {"generation": generation, "families": sorted(self.families), "metadata_terms": True}
+        state = {"generation": generation, "families": sorted(self.families), "metadata_terms": True,
+                 "segmentation": _segmentation(self.families)}
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self.folder / "ragloom-state.json")
         _share_like(self.folder / "ragloom-state.json", [self.folder / name for name in _PRIVATE_FILES])
