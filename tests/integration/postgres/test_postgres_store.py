@@ -305,3 +305,49 @@ def test_a_filtered_bm25_search_is_the_unfiltered_ranking_filtered(open_store, f
         with store._read() as connection:  # which way it was answered
             over = search._over_fetched(connection, query, k, conditions, store.language, store.settings.bm25_depth)
         assert (over is None) == ("rare" in filter_)
+
+
+def _postings_indexes(store) -> dict[str, int]:
+    with store._read() as connection:
+        rows = connection.execute("SELECT indexrelid::regclass::text, indexrelid::int8 FROM pg_index"
+                                  " WHERE indrelid = 'postings'::regclass AND indisvalid").fetchall()
+    return dict(rows)
+
+
+def _postings(store) -> set[tuple]:
+    with store._read() as connection:
+        return set(connection.execute("SELECT c.id, p.lexeme, p.tf, p.doc_len, p.impact FROM postings p"
+                                      " JOIN chunks c USING (rid)").fetchall())
+
+
+def test_a_large_write_rebuilds_the_postings_indexes_and_scores_as_a_row_by_row_one(open_store, monkeypatch):
+    # A write of BULK_ROWS chunks or more, into an index holding fewer, inserts its postings into the
+    # bare table and builds the indexes after; the postings, statistics and scores must be those of the
+    # same write made row by row into the indexes.
+    from ragloom.stores.postgres import chunks as chunk_rows
+
+    words = ["river", "delta", "bank", "heron", "stone"]
+
+    def chunks_of(source: str, count: int) -> list[Chunk]:
+        return [Chunk(id=f"{source}-{i}", text=" ".join(w for j, w in enumerate(words) for _ in range((i + j) % (j + 2)))
+                      + f" filler{i % 37}", source=source, doc_id=source, chunk_index=i, start=i, end=i + 1,
+                      policy="test", content_hash=content_hash(f"{source}{i}"), token_count=5, metadata={})
+                for i in range(count)]
+
+    bulk, rows = open_store(), open_store()
+    seed, big = chunks_of("seed.md", 10), chunks_of("big.md", chunk_rows.BULK_ROWS)
+    for store in (bulk, rows):
+        store.set_embedder_info({"model_id": "test:synthetic", "dimension": 12})
+        store.replace_source(record_for("seed.md", seed), seed, np.ones((len(seed), 12), dtype=np.float32))
+    before = (_postings_indexes(bulk), _postings_indexes(rows))
+    bulk.replace_source(record_for("big.md", big), big, np.ones((len(big), 12), dtype=np.float32))
+    monkeypatch.setattr(chunk_rows, "BULK_ROWS", 10**9)
+    rows.replace_source(record_for("big.md", big), big, np.ones((len(big), 12), dtype=np.float32))
+    assert set(before[0]) == set(_postings_indexes(bulk)) == {"postings_pkey", "postings_impact"}
+    assert set(before[0].values()).isdisjoint(_postings_indexes(bulk).values())  # built again
+    assert _postings_indexes(rows) == before[1]  # written into
+    assert _postings(bulk) == _postings(rows)
+    for store in (bulk, rows):
+        store.delete_source("seed.md")
+    for query in ["river delta", "heron stone bank", "filler3 river"]:
+        assert bulk.search_lexical(query, 50) == rows.search_lexical(query, 50), query

@@ -65,10 +65,8 @@ CREATE TABLE postings (
     lexeme TEXT COLLATE "C" NOT NULL,
     tf INTEGER NOT NULL,
     doc_len INTEGER NOT NULL,
-    impact REAL NOT NULL,
-    PRIMARY KEY (rid, lexeme) INCLUDE (tf, doc_len)
+    impact REAL NOT NULL
 );
-CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid, tf, doc_len);
 CREATE TABLE terms (lexeme TEXT COLLATE "C" PRIMARY KEY, df INTEGER NOT NULL);
 CREATE TABLE audit_log (
     seq BIGINT PRIMARY KEY,
@@ -81,6 +79,15 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_kind ON audit_log(kind, seq)
 """
+
+#: The postings' indexes, each as (create, drop): made with the table, and dropped and built again
+#: around a write as large as the index it joins (``chunks.write``).
+POSTINGS_INDEXES = (
+    ("ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (rid, lexeme) INCLUDE (tf, doc_len)",
+     "ALTER TABLE postings DROP CONSTRAINT postings_pkey"),
+    ("CREATE INDEX postings_impact ON postings(lexeme, impact DESC) INCLUDE (rid, tf, doc_len)",
+     "DROP INDEX postings_impact"),
+)
 
 _KNOWLEDGE_TABLES = """
 CREATE TABLE knowledge_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -158,6 +165,8 @@ def create_schema(connection: Any, schema: str, language: str) -> None:
     connection.execute(sql.SQL("SET LOCAL search_path = {}, public").format(sql.Identifier(schema)))
     for statement in (_TABLES + ";" + _KNOWLEDGE_TABLES).split(";"):
         connection.execute(statement)
+    for create, _ in POSTINGS_INDEXES:
+        connection.execute(create)
     connection.execute(
         "INSERT INTO meta(key, value) VALUES ('schema_version', %s), ('generation', '0'), ('language', %s),"
         " ('lexical_docs', '0'), ('lexical_length', '0')",
