@@ -93,7 +93,7 @@ def quality(args: argparse.Namespace) -> None:
         with Index.open(url, config) as postgres:
             t = time.perf_counter()
             copied = migrate(embedded.store, postgres.store)
-            print(f"migrated to postgres: {copied.chunks} chunks in {time.perf_counter() - t:.1f} s (under load)\n")
+            print(f"migrated to postgres: {copied.chunks} chunks in {time.perf_counter() - t:.1f} s (load average {os.getloadavg()[0]:.2f})\n")
             print(f"| SciFact test ({len(test.queries)} queries), nDCG@10 | embedded | postgres | difference |")
             print("|---|---|---|---|")
             for mode in MODES:
@@ -169,7 +169,7 @@ def scale(args: argparse.Namespace) -> None:
                      for i in range(first, first + count)]
             store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), batch, vectors)
         load = time.perf_counter() - started
-        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (under load)")
+        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (load average {os.getloadavg()[0]:.2f})")
     started = time.perf_counter()
     store.flush()  # builds the approximate index (or rebuilds one of another kind)
     found = store.optimize()["approximate_index"]
@@ -199,7 +199,7 @@ def scale(args: argparse.Namespace) -> None:
     checked = min(50, len(texts))  # BM25 reading every posting takes seconds a query
     lexical_truth = [[c.chunk_id for c in exact_store.search_lexical(t, 10)] for t in texts[:checked]]
     print(f"\n{args.chunks:,} synthetic 384-d chunks, {args.queries} queries, database {store.disk_bytes() / 1e6:,.0f} MB"
-          " (timings under load)")
+          f" (load average {os.getloadavg()[0]:.2f})")
     print("| search | p50 ms | p95 ms | recall@10 vs exact |")
     print("|---|---|---|---|")
     for name, times, found in rows:

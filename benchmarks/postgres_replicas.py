@@ -126,7 +126,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="ragloom-replicas-"))
     replicas = [start_replica(root, url) for _ in range(3)]
     bases = [base for _, base in replicas]
-    print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, 3 replicas over {url.split('?')[0]} (under load)")
+    print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, 3 replicas over {url.split('?')[0]} (load average {os.getloadavg()[0]:.2f} before)")
     seed = [upload(bases[0], n, t) for n, t in documents(100)]
     wait_jobs(bases[0], seed)
     queries = [text.split("\n")[0].lstrip("# ")[:80] for _, text in documents(40, 500)]
