@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -151,22 +150,22 @@ def test_thai_query_words_are_highlighted_in_thai_text() -> None:
     assert matched_spans(TITANS, query_terms("ไทย")) == []
 
 
-def test_very_long_thai_runs_take_little_time_and_memory() -> None:
+def test_very_long_thai_runs_are_cut_in_bounded_memory() -> None:
     # 200,000 characters without a space, ambiguous at every step (ตากลม: ตา|กลม or ตาก|ลม),
-    # and of one consonant: run in a fresh process so that its peak memory is its own.
+    # and of one consonant: run in a fresh process so that its peak memory is its own. VmHWM is the
+    # peak of this process's own memory (ru_maxrss would carry the parent's peak over the exec). The
+    # timeout only guards against a cut that never ends (unsafe mode on a pathological run); the
+    # time it takes is not asserted (about 0.4 s here).
     script = """
-import resource, sys, time
+import re
 from ragloom.lang.analysis import Analyzers
 analyzers = Analyzers()
 analyzers.terms("th", "ทดสอบ")
-started = time.perf_counter()
 counts = [sum(analyzers.term_counts("th", text).values()) for text in ("ตากลม" * 40_000, "ก" * 200_000)]
-print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, *counts)
+peak_kb = int(re.search(r"VmHWM:\\s+(\\d+) kB", open("/proc/self/status").read()).group(1))
+print(peak_kb // 1024, *counts)
 """
-    started = time.perf_counter()
-    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    seconds, peak_mb, ambiguous, repeated = found.stdout.split()
-    assert float(seconds) < 10, found.stdout  # about 0.4 s on one core
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=300)
+    peak_mb, ambiguous, repeated = found.stdout.split()
     assert int(peak_mb) < 500, found.stdout  # about 150 MB: Python, tantivy and the dictionary (60 MB)
     assert int(ambiguous) >= 40_000 and int(repeated) > 0
-    assert time.perf_counter() - started < 60
