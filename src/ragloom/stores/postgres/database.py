@@ -128,24 +128,20 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Any]:
         """A write transaction holding the index's write lock (joined when one is open already)."""
-        if self.read_only:
-            raise IndexReadOnlyError(f"the index {self.address.shown()} is open read-only")
-        current = getattr(self._local, "connection", None)
-        if current is not None:
-            yield current
-            return
-        with self.connection() as connection, connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.write_key,))
-            self._local.connection = connection
-            try:
-                yield connection
-            finally:
-                self._local.connection = None
+        with self._transaction(self.write_key) as connection:
+            yield connection
 
     @contextmanager
     def audit_transaction(self) -> Iterator[Any]:
         """A transaction that only appends to the audit chain (a search's entry): no write lock,
         ``audit.append`` takes the chain's (joins a write transaction when one is open)."""
+        with self._transaction(None) as connection:
+            yield connection
+
+    @contextmanager
+    def _transaction(self, lock: int | None) -> Iterator[Any]:
+        """A transaction holding ``lock``; joined when a write transaction is open on this thread.
+        Only a write transaction (one holding a lock) is offered to writes nested in it."""
         if self.read_only:
             raise IndexReadOnlyError(f"the index {self.address.shown()} is open read-only")
         current = getattr(self._local, "connection", None)
@@ -153,7 +149,15 @@ class Database:
             yield current
             return
         with self.connection() as connection, connection.transaction():
-            yield connection
+            if lock is None:
+                yield connection
+                return
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+            self._local.connection = connection
+            try:
+                yield connection
+            finally:
+                self._local.connection = None
 
     @contextmanager
     def writer_session(self) -> Iterator[None]:
