@@ -30,14 +30,12 @@ class VectorMatrix:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.generation = -1
-        self.rows = np.zeros(0, dtype=np.int64)
-        self.ids: list[str] = []
-        self.slots = np.zeros(0, dtype=np.int64)  # each row's slot in ``vectors``
-        self.vectors = np.zeros((0, 0), dtype=np.float32)  # every slot of the vector file, dead ones too
         self._position_of: tuple[list[str], dict[str, int]] | None = None
         self._reader: RowReader | None = None
+        # (rows, ids, slots: each row's slot in ``vectors``, vectors: every slot of the vector file,
+        # dead ones too, whether the slots are in order); the attributes below read it.
         self._snapshot: tuple[np.ndarray, list[str], np.ndarray, np.ndarray, bool] = (
-            self.rows, self.ids, self.slots, self.vectors, True)
+            np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), True)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -46,6 +44,22 @@ class VectorMatrix:
     def snapshot(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray, bool]:
         """(rows, ids, slots, vectors, in slot order) of one version, for a search to read throughout."""
         return self._snapshot
+
+    @property
+    def rows(self) -> np.ndarray:
+        return self._snapshot[0]
+
+    @property
+    def ids(self) -> list[str]:
+        return self._snapshot[1]
+
+    @property
+    def slots(self) -> np.ndarray:
+        return self._snapshot[2]
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self._snapshot[3]
 
     # -- persistence ----------------------------------------------------------------------
     def load(self, generation: int, catalog: Catalog) -> bool:
@@ -91,7 +105,7 @@ class VectorMatrix:
         # A search reads ``_snapshot`` once: a refresh on another thread (a server searching while
         # it ingests) replaces it whole, so rows, ids, slots and vectors never come from two versions.
         self._snapshot = (rows, ids, slots, vectors, in_order)
-        self.rows, self.ids, self.slots, self.vectors, self.generation = rows, ids, slots, vectors, generation
+        self.generation = generation
         self._position_of = None
         if self._reader is None or self._reader.vectors is not vectors:
             self._reader = RowReader(vectors) if isinstance(vectors, np.memmap) else None
@@ -108,9 +122,10 @@ class VectorMatrix:
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         tag = f"{self.generation}-{os.getpid()}"
-        np.save(self.folder / f"rows.{tag}.npy", self.rows)
-        np.save(self.folder / f"slots.{tag}.npy", self.slots)
-        (self.folder / f"ids.{tag}.json").write_text(json.dumps(self.ids))
+        rows, ids, slots, _, _ = self._snapshot
+        np.save(self.folder / f"rows.{tag}.npy", rows)
+        np.save(self.folder / f"slots.{tag}.npy", slots)
+        (self.folder / f"ids.{tag}.json").write_text(json.dumps(ids))
         state_tmp = self.folder / f"state.{tag}.tmp"
         state_tmp.write_text(json.dumps({"generation": self.generation, "tag": tag}))
         os.replace(state_tmp, self.folder / "state.json")
