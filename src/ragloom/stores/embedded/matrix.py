@@ -88,12 +88,15 @@ class VectorMatrix:
         return True
 
     def build(self, catalog: Catalog, generation: int, dimension: int) -> None:
-        vectors = catalog.vector_view()
         rows, ids, slots = [], [], []
         for batch_rows, batch_ids, batch_slots in catalog.iter_slots():
             rows.append(batch_rows)
             ids.extend(batch_ids)
             slots.append(batch_slots)
+        # The vector file is mapped after the slots are read: a write meanwhile appends its vectors
+        # before it commits their slots, so every slot read is inside the mapping (mapped first, a
+        # slot committed during the read pointed past its end: IndexError in a search).
+        vectors = catalog.vector_view()
         empty = np.zeros(0, dtype=np.int64)
         if len(vectors) == 0:
             vectors = np.zeros((0, dimension), dtype=np.float32)
