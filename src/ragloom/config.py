@@ -7,6 +7,7 @@ at that level, so a typo is never silently ignored.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -15,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import registry
-from .errors import ConfigError, UnknownConfigKeyError
+from .errors import ConfigError, RagloomWarning, UnknownConfigKeyError
 
 CONFIG_FILENAME = "ragloom.yaml"
 ENV_PREFIX = "RAGLOOM_"
@@ -203,7 +204,15 @@ class EnrichConfig(Section):
     )
 
 
+#: Old names of ingest settings, still read (with a warning).
+_RENAMED_INGEST = {"parse_in_worker": "read_in_worker", "parse_memory_mb": "max_file_memory_mb",
+                   "parse_timeout_s": "max_file_seconds"}
+
+
 class IngestConfig(Section):
+    #: Old names still accepted (see ``_renamed_settings``).
+    renamed_keys: ClassVar[dict[str, str]] = _RENAMED_INGEST
+
     glob: list[str] = Field(default_factory=lambda: ["**/*"], description="which files of a folder to read")
     exclude: list[str] = Field(
         default_factory=lambda: [".git/**", "**/.git/**", ".ragloom/**", "**/.ragloom/**", "**/__pycache__/**"],
@@ -225,17 +234,17 @@ class IngestConfig(Section):
     external_links: Literal["index", "skip"] = Field(
         "index", description="symlinks in a folder that point outside it: index (under the link's own path) or skip"
     )
-    parse_in_worker: bool = Field(
-        True, description="parse documents (PDF, Office, e-books, web pages, images) in a worker process under "
-        "the limits below, so a file that blows up stops alone (Linux; elsewhere they are parsed in-process)",
+    read_in_worker: bool = Field(
+        True, description="read and chunk every file in a worker process under the budget below, so a file that "
+        "blows up stops alone (Linux; elsewhere files are read in-process, without the budget)",
     )
-    parse_memory_mb: int = Field(
-        1024, ge=64, description="memory a worker may take to parse one file; a file needing more is reported "
-        "and skipped",
+    max_file_seconds: float = Field(
+        300.0, gt=0, description="seconds the ingest waits for one file to be read and chunked (embedding not "
+        "counted); a file taking longer is stopped, reported and skipped",
     )
-    parse_timeout_s: float = Field(
-        300.0, gt=0, description="seconds a worker may take to parse one file; a file taking longer is reported "
-        "and skipped",
+    max_file_memory_mb: int = Field(
+        512, ge=64, description="memory (MB) reading and chunking one file may take, counted afresh for each "
+        "file; a file needing more is stopped, reported and skipped",
     )
     ocr: Literal["auto", "always", "never"] = Field(
         "auto", description="OCR (Tesseract) of PDF pages without a text layer and of images: auto, always "
@@ -249,6 +258,25 @@ class IngestConfig(Section):
         "per chunk, or an ISO 639-1 code for every chunk, e.g. de",
     )
     enrich: EnrichConfig = Field(default_factory=EnrichConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_settings(cls, data: Any) -> Any:
+        """The settings of the parse sandbox became the file budget: their old names still work,
+        with a warning that names the new ones."""
+        if not isinstance(data, Mapping) or not any(old in data for old in _RENAMED_INGEST):
+            return data
+        data = dict(data)
+        for old, new in _RENAMED_INGEST.items():
+            if old not in data:
+                continue
+            value = data.pop(old)
+            if new in data:
+                raise ValueError(f"ingest.{old} is the old name of ingest.{new}, and both are set; keep ingest.{new}")
+            data[new] = value
+            warnings.warn(f"ingest.{old} is now ingest.{new} (it bounds reading and chunking every file); "
+                          f"rename it in your settings", RagloomWarning, stacklevel=2)
+        return data
 
 
 class ChromaStoreConfig(Section):
@@ -732,6 +760,8 @@ def check_keys(
     merged = merged if isinstance(merged, dict) else data
     fields = model.model_fields
     for key, value in data.items():
+        if key in getattr(model, "renamed_keys", {}):
+            continue  # an old name the model reads (and warns about)
         if key not in fields:
             plugin_keys = model.option_keys(merged) if issubclass(model, ComponentSection) else []
             if key in plugin_keys:

@@ -183,3 +183,14 @@ class MissingStructureError(RagloomError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class IngestInterrupted(KeyboardInterrupt):
+    """An ingest stopped by Ctrl-C or SIGTERM after keeping what it had finished: ``kept`` files
+    were committed in this run, ``report`` says what else it did. A KeyboardInterrupt (not a
+    RagloomError), so that no handler of errors swallows an interrupt."""
+
+    def __init__(self, kept: int, report: object) -> None:
+        super().__init__(f"kept {kept} files; run again to finish")
+        self.kept = kept
+        self.report = report

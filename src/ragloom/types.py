@@ -41,6 +41,21 @@ class Document:
     #: True when ``text`` keeps the file's line breaks where the file has them (text, Markdown,
     #: source code): chunks then carry ``start_line`` and ``end_line`` (1-based, inclusive).
     has_lines: bool = False
+    #: Offsets in ``text`` where a part with metadata of its own begins (a subtitle cue: its times,
+    #: its lines in the file), in order, and that metadata. A chunk takes the keys of the part it
+    #: starts in, and the ``end_…`` keys of the part it ends in.
+    marks: tuple[int, ...] = ()
+    mark_metadata: tuple[dict[str, Any], ...] = ()
+
+    def marks_of(self, start: int, end: int) -> dict[str, Any]:
+        """The metadata the marks give a chunk of ``text[start:end]``."""
+        from bisect import bisect_right
+
+        first = max(bisect_right(self.marks, start) - 1, 0)
+        last = max(bisect_right(self.marks, max(start, end - 1)) - 1, 0)
+        out = {key: value for key, value in self.mark_metadata[first].items() if not key.startswith("end_")}
+        out.update((key, value) for key, value in self.mark_metadata[last].items() if key.startswith("end_"))
+        return out
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or None when the document has no pages."""

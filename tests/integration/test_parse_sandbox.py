@@ -54,13 +54,13 @@ def test_a_file_over_the_limits_is_reported_and_the_ingest_goes_on(tmp_path, emb
     from ragloom.testing.pdf import write_pdf
 
     write_pdf(docs / "plan.pdf", ["The route follows the river to the bridge."])
-    config = Config.from_dict({"ingest": {"parse_memory_mb": 256, "parse_timeout_s": 3}})
+    config = Config.from_dict({"ingest": {"max_file_memory_mb": 256, "max_file_seconds": 3}})
     with Index.open(tmp_path / "idx", config, embedder=embedder) as index:
         report = index.ingest([docs])
         assert index.search("route to the bridge", k=1)[0].source.endswith("plan.pdf")
     failed = {Path(f.path).name: f.error for f in report.failed}
-    assert "more than 256 MB" in failed["bomb.hog"] and "parse_memory_mb" in failed["bomb.hog"]
-    assert "longer than 3 s" in failed["stuck.slow"] and "parse_timeout_s" in failed["stuck.slow"]
+    assert "more than 256 MB" in failed["bomb.hog"] and "ingest.max_file_memory_mb" in failed["bomb.hog"]
+    assert "longer than 3 s" in failed["stuck.slow"] and "ingest.max_file_seconds" in failed["stuck.slow"]
     assert {Path(p).name for p in report.added} == {"notes.md", "plan.pdf"}
 
 

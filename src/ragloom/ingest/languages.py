@@ -20,14 +20,24 @@ from .loaders import LoaderOptions, LoadResult, load_file
 AUTO = "auto"
 
 
+#: Of a chunk, the characters its language is judged on (the detector's cost grows with them; a
+#: chunk's first few sentences say its language as well as all of them).
+DETECT_CHARS = 600
+
+
 def with_languages(chunks: Sequence[Chunk], setting: str = AUTO) -> list[Chunk]:
     """``chunks`` with ``lang`` set: ``setting`` when it names a language, else each chunk's own."""
     out = []
+    judged: dict[str, str] = {}  # the same text (a repeated boilerplate chunk) is judged once
     for chunk in chunks:
         if "lang" in chunk.metadata:
             out.append(chunk)
             continue
-        language = detect_language(chunk.text)[0] if setting == AUTO else setting
+        if setting == AUTO:
+            sample = chunk.text[:DETECT_CHARS]
+            language = judged.get(sample) or judged.setdefault(sample, detect_language(sample)[0])
+        else:
+            language = setting
         out.append(replace(chunk, metadata={**chunk.metadata, "lang": language or UNDETERMINED}))
     return out
 
@@ -45,21 +55,26 @@ SAMPLE_CHARS = 1500
 
 
 def sample_texts(plan: Sequence[Path], options: LoaderOptions,
-                 load: Callable[[Path], LoadResult] | None = None) -> list[str]:
-    """Texts from the first files of an ingest plan (unreadable files are left out); ``load`` reads
-    a file as the ingest does (in its parser sandbox), by default in this process."""
+                 read: Callable[[Path], list[str]] | None = None) -> list[str]:
+    """Texts from the first files of an ingest plan (unreadable files are left out); ``read`` gives
+    a file's ``first_texts`` as the ingest reads it (in its worker, within the file budget), by
+    default in this process."""
     texts: list[str] = []
     for file in plan[:SAMPLE_FILES]:
         if not Path(file).is_file():  # a pipe, a device, a loop: never opened here (the ingest reports it)
             continue
         try:
-            documents = (load(file) if load is not None else load_file(file, str(file), None, options)).documents
+            texts += read(file) if read is not None else first_texts(load_file(file, str(file), None, options))
         except Exception:  # noqa: BLE001 - the ingest itself reports this file
             continue
-        texts += [document.text[:SAMPLE_CHARS] for document in documents[:SAMPLE_DOCUMENTS]]
         if len(texts) >= SAMPLE_DOCUMENTS:
             break
     return texts
+
+
+def first_texts(result: LoadResult) -> list[str]:
+    """The start of each of the first documents of a file: what its language is judged on."""
+    return [document.text[:SAMPLE_CHARS] for document in result.documents[:SAMPLE_DOCUMENTS]]
 
 
 def english_only_notice(model_id: str, characters: Mapping[str, int]) -> str | None:

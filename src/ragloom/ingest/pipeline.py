@@ -59,6 +59,59 @@ def read_ahead(items: Iterable[A], prepare: Callable[[A], B], depth: int = 8) ->
         thread.join()
 
 
+#: Yielded by ``stream_ahead`` when no event came within its ``idle`` seconds.
+IDLE = object()
+
+
+def stream_ahead(
+    items: Iterable[A], events_of: Callable[[A], Iterable[B]], depth: int = 16, idle: float | None = None,
+    on_stop: Callable[[], None] | None = None,
+) -> Iterator[Any]:
+    """Every event ``events_of(item)`` yields, item after item, produced in a thread up to ``depth``
+    events ahead. With ``idle``, ``IDLE`` is yielded whenever none came for that many seconds (so
+    the consumer can finish what it holds instead of waiting on a slow item). An error in the
+    producer is raised here, in its place. When the consumer leaves early, ``on_stop`` is called
+    (to end what the producer waits on) and the thread is given a few seconds to end."""
+    results: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for item in items:
+                for event in events_of(item):
+                    if stop.is_set() or not _put(results, (True, event), stop):
+                        return
+                if stop.is_set():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            _put(results, (False, exc), stop)
+        _put(results, _DONE, stop)
+
+    thread = threading.Thread(target=run, name="ragloom-read-ahead", daemon=True)
+    thread.start()
+    finished = False
+    try:
+        while True:
+            try:
+                got = results.get(timeout=idle)
+            except queue.Empty:
+                yield IDLE
+                continue
+            if got is _DONE:
+                finished = True
+                return
+            ok, value = got
+            if not ok:
+                finished = True
+                raise value
+            yield value
+    finally:
+        stop.set()
+        if not finished and on_stop is not None:
+            on_stop()
+        thread.join(timeout=None if finished else 10.0)
+
+
 class WriteBehind(Generic[A]):
     """Runs ``write`` over submitted items in a thread, in order, with at most ``depth`` waiting
     (``submit`` blocks beyond that). Leaving the block waits for every write; leaving it on an

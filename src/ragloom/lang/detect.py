@@ -9,6 +9,7 @@ Hangul, Thai, Devanagari, Arabic, Cyrillic, Greek); Latin text is then undetermi
 
 from __future__ import annotations
 
+import re
 import threading
 import unicodedata
 from collections import Counter
@@ -33,10 +34,12 @@ _SCRIPT_LANGUAGES = (("CJK", "zh"), ("HIRAGANA", "ja"), ("KATAKANA", "ja"), ("HA
                      ("DEVANAGARI", "hi"), ("ARABIC", "ar"), ("CYRILLIC", "ru"), ("GREEK", "el"), ("TAMIL", "ta"))
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+
+
 def detect_language(text: str) -> tuple[str, float]:
     """(ISO 639-1 code or ``und``, probability) of ``text``'s language."""
-    letters = sum(1 for ch in text[:2000] if ch.isalpha())
-    if letters < MIN_LETTERS:
+    if not _has_letters(text[:2000], MIN_LETTERS):
         return UNDETERMINED, 0.0
     identifier = _identifier()
     if identifier is None:
@@ -48,6 +51,13 @@ def detect_language(text: str) -> tuple[str, float]:
     if code == "zh" and _has_kana(text):  # Japanese mixes Han with kana; the model may say zh
         code = "ja"
     return code, float(probability)
+
+
+def _has_letters(text: str, wanted: int) -> bool:
+    for found, _ in enumerate(_LETTER.finditer(text), start=1):
+        if found >= wanted:
+            return True
+    return False
 
 
 def language_shares(texts: Iterable[str]) -> dict[str, float]:

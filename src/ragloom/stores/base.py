@@ -63,6 +63,35 @@ class AuditEntry:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class SourceWrite:
+    """One source replaced part by part (a file too large to hold whole): ``add`` each part's
+    chunks and vectors in order, then ``commit`` the source's record. Until the commit nothing of
+    the new version is visible and the earlier one stays; ``abort`` (or a crash) leaves it so. (A
+    store without transactions, a vector database, may instead drop the source whole on an abort
+    or a crash, so that the next ingest reads it again: never half of it.)
+
+    This default gathers the parts and writes them with ``replace_source`` at the commit, so its
+    memory grows with the source; a store that can hold a write open (a transaction, a journal)
+    overrides ``SourceRegistry.begin_source`` with one that does not."""
+
+    def __init__(self, registry: SourceRegistry, record: SourceRecord) -> None:
+        self.registry = registry
+        self._chunks: list[Chunk] = []
+        self._vectors: list[np.ndarray] = []
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        self._chunks.extend(chunks)
+        self._vectors.append(np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1))
+
+    def commit(self, record: SourceRecord) -> None:
+        vectors = np.concatenate(self._vectors) if self._vectors else np.zeros((0, 0), dtype=np.float32)
+        chunks, self._chunks, self._vectors = self._chunks, [], []
+        self.registry.replace_source(record, chunks, vectors)
+
+    def abort(self) -> None:
+        self._chunks, self._vectors = [], []
+
+
 class SourceRegistry(ABC):
     """What an index holds and who made it: the embedder identity, the ingested sources (each
     replaced or deleted whole) and the vectors already computed, by chunk content hash."""
@@ -86,6 +115,11 @@ class SourceRegistry(ABC):
         self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray
     ) -> None:
         """Atomically replace everything stored for ``record.path`` with these chunks."""
+
+    def begin_source(self, record: SourceRecord) -> SourceWrite:
+        """Start replacing ``record.path`` part by part (see ``SourceWrite``); ``record`` is the
+        source as known when its first part is ready (its ``chunk_count`` comes at the commit)."""
+        return SourceWrite(self, record)
 
     @abstractmethod
     def delete_source(self, path: str) -> int:

@@ -47,7 +47,7 @@ import numpy as np
 from ..errors import StoreError
 from ..filters import Condition, matches
 from ..types import Chunk, SourceRecord, sha256_hex
-from .base import Candidate, Store, folder_bytes, rank_candidates
+from .base import Candidate, SourceWrite, Store, folder_bytes, rank_candidates
 from .catalog_backed import CatalogBacked
 from .derived import run_or_rebuild
 from .embedded.catalog import Catalog
@@ -62,6 +62,8 @@ TIE_EPS = 1e-6
 
 _JOURNAL = "pending_writes"
 _STALE = -2  # a base generation no BM25 index has, so the next refresh rebuilds it
+#: A source written part by part: BM25 reads its chunks back from the collection at the flush.
+_FROM_COLLECTION: Any = ()
 
 
 class VectorDBStore(CatalogBacked, Store):
@@ -195,6 +197,9 @@ class VectorDBStore(CatalogBacked, Store):
             raise
         self._journal(record.path, None)
 
+    def begin_source(self, record: SourceRecord) -> SourceWrite:
+        return _VectorDBSourceWrite(self, record)
+
     def delete_source(self, path: str) -> int:
         stale = self._ids_of_source(path)
         if self.catalog.get_source(path) is None and not stale:
@@ -222,6 +227,12 @@ class VectorDBStore(CatalogBacked, Store):
     def cached_vectors(self, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(content_hashes))
         return self._vectors_by_hash(unique) if unique else {}
+
+    def _chunks_of_source(self, source: str, batch: int = 1_000) -> Iterator[Chunk]:
+        ids = self._ids_of_source(source)
+        for start in range(0, len(ids), batch):
+            found = self._load(ids[start : start + batch], vectors=False)
+            yield from (chunk for chunk, _ in found.values())
 
     def _register(self, record: SourceRecord) -> None:
         self.catalog.replace_source(record, [], np.zeros((0, max(self.dimension, 1)), dtype=np.float32))
@@ -339,6 +350,8 @@ class VectorDBStore(CatalogBacked, Store):
             for source, chunks in sorted(self._lexical_pending.items()):
                 if chunks is None:
                     self.lexical.delete_source(source)
+                elif chunks is _FROM_COLLECTION:
+                    self.lexical.replace_source(source, ((0, c) for c in self._chunks_of_source(source)))
                 else:
                     self.lexical.replace_source(source, ((0, c) for c in chunks))
             self.lexical.commit(generation)
@@ -440,3 +453,56 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms > 0, norms, 1.0)
+
+
+class _VectorDBSourceWrite(SourceWrite):
+    """A source written part by part to a vector database, which has no transaction to hold open.
+
+    The journal entry made first names no chunk and no record, so a crash before the commit is
+    settled (on open) by removing every chunk of the source and its record: the next ingest reads
+    the file again. The commit journals the full entry, removes the source's chunks that are not
+    new, registers the record and clears the entry, as ``replace_source`` does. Until then the
+    new chunks are in the collection (dense search may meet them, BM25 does not: it replays the
+    source from the collection at the flush); only the ids are kept here, not the chunks."""
+
+    def __init__(self, store: VectorDBStore, record: SourceRecord) -> None:
+        super().__init__(store, record)
+        self.store = store
+        self.path = record.path
+        self.fingerprints: dict[str, str] = {}
+        store._journal(record.path, {"chunks": {}, "record": None})
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        store = self.store
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1)
+        dimension = store.dimension
+        if len(chunks) and dimension and vectors.shape[1] != dimension:
+            self.abort()
+            raise StoreError(f"{self.path}: vectors have dimension {vectors.shape[1]}, the index holds {dimension}")
+        if not chunks:
+            return
+        store._prepare(chunks)
+        try:
+            store._upsert(chunks, vectors)
+        except BaseException:
+            self.abort()
+            raise
+        self.fingerprints.update((c.id, fingerprint(c)) for c in chunks)
+
+    def commit(self, record: SourceRecord) -> None:
+        store = self.store
+        entry = {"chunks": self.fingerprints, "record": asdict(record)}
+        store._journal(record.path, entry)
+        store._note_lexical(record.path, _FROM_COLLECTION)
+        try:
+            if store.catalog.get_source(record.path) is not None:
+                store._remove([cid for cid in store._ids_of_source(record.path) if cid not in self.fingerprints])
+            store._register(record)
+        except BaseException:
+            store._recover(record.path, entry)
+            raise
+        store._journal(record.path, None)
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.store._settle(self.path, {"chunks": {}, "record": None})

@@ -9,6 +9,7 @@ over character positions.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,22 +40,43 @@ _WORD = re.compile(r"\w")
 TOKENIZE_PIECE_CHARS = 200_000
 
 
+#: Runs of non-space characters up to this long are counted whole (a cached count per distinct
+#: run); longer ones (a URL, a line of minified code, text without spaces) token by token.
+LONG_RUN = 24
+#: Distinct runs whose counts are kept, per tokenizer, before the cache starts again.
+CACHE_RUNS = 200_000
+_SPACES = np.zeros(0x3001, dtype=bool)
+_SPACES[[code for code in range(0x3001) if chr(code).isspace()]] = True  # every str.isspace() character
+_caches: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
 class TokenMeter:
+    """Token counts of ranges of ``text``.
+
+    With the tokenizer's offsets, ``text`` is measured once, in units: each run of non-space
+    characters (the tokenizer sees words alone: a BERT word piece, a SentencePiece word) weighs
+    the tokens it has, counted once per distinct run and cached; a long run is split into its
+    tokens. A range's count is then a difference of two cumulative sums, found by binary search,
+    and a text is measured at the speed of a regular expression, whatever its layout. Without
+    offsets, ranges are counted with ``count_tokens`` and searches bisect character positions.
+    """
+
     def __init__(self, text: str, count_tokens: TokenCounter, token_offsets: TokenOffsets | None) -> None:
         self.text = text
         self._count_tokens = count_tokens
-        offsets = _token_offsets(text, token_offsets) if token_offsets is not None else None
-        # Two integer arrays (8 bytes a token), not a list of tuples (about 200).
-        self._starts = offsets[0] if offsets is not None else None
-        self._ends = offsets[1] if offsets is not None else None
+        units = _units(text, count_tokens, token_offsets) if token_offsets is not None else None
+        # Integer arrays (a few bytes a unit), not lists of tuples (about 200).
+        self._starts = units[0] if units is not None else None
+        self._ends = units[1] if units is not None else None
+        self._total = units[2] if units is not None else None  # tokens before each unit; one more at the end
         self._cache: dict[tuple[int, int], int] = {}
 
     def count(self, start: int, end: int) -> int:
         """Tokens in ``text[start:end]``."""
         if end <= start:
             return 0
-        if self._starts is not None and self._ends is not None:
-            return max(0, right_index(self._ends, end) - left_index(self._starts, start))
+        if self._starts is not None and self._ends is not None and self._total is not None:
+            return max(0, int(self._total[right_index(self._ends, end)] - self._total[left_index(self._starts, start)]))
         key = (start, end)
         if key not in self._cache:
             self._cache[key] = self._count_tokens(self.text[start:end])
@@ -62,19 +84,110 @@ class TokenMeter:
 
     def limit(self, start: int, budget: int) -> int:
         """The furthest end such that ``text[start:end]`` holds at most ``budget`` tokens."""
-        if self._starts is not None:
+        if self._starts is not None and self._total is not None:
             first = left_index(self._starts, start)
-            return int(self._starts[first + budget]) if first + budget < len(self._starts) else len(self.text)
+            after = int(np.searchsorted(self._total, self._total[first] + budget, side="right")) - 1
+            return int(self._starts[after]) if after < len(self._starts) else len(self.text)
         return _largest(lambda end: self.count(start, end) <= budget, start, len(self.text))
 
     def back_limit(self, end: int, budget: int) -> int:
         """The earliest start such that ``text[start:end]`` holds at most ``budget`` tokens."""
         if budget <= 0:
             return end
-        if self._starts is not None and self._ends is not None:
-            first = right_index(self._ends, end) - budget
+        if self._starts is not None and self._ends is not None and self._total is not None:
+            last = right_index(self._ends, end)
+            first = int(np.searchsorted(self._total, self._total[last] - budget, side="left"))
             return int(self._starts[first]) if first > 0 else 0
         return end - _largest(lambda width: self.count(end - width, end) <= budget, 0, end)
+
+
+def _units(text: str, count_tokens: TokenCounter, token_offsets: TokenOffsets) -> tuple[np.ndarray, ...] | None:
+    """Start, end and cumulative tokens of the units of ``text`` (see ``TokenMeter``), or None if
+    the tokenizer stops early on a long run."""
+    dtype = position_dtype(text)
+    run_starts, run_ends = _runs(text)
+    lengths = run_ends - run_starts
+    weights = np.ones(len(run_starts), dtype=np.int64)
+    short = np.flatnonzero(lengths <= LONG_RUN)
+    for begin in range(0, len(short), _RUNS_AT_ONCE):  # a block of strings at a time, never all of them
+        block = short[begin : begin + _RUNS_AT_ONCE]
+        runs = [text[s:e] for s, e in zip(run_starts[block].tolist(), run_ends[block].tolist())]
+        weights[block] = _run_counts(runs, count_tokens, token_offsets)
+    long_runs = np.flatnonzero(lengths > LONG_RUN)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    previous = 0
+    for index in long_runs:
+        starts.append(run_starts[previous:index])
+        ends.append(run_ends[previous:index])
+        counts.append(weights[previous:index])
+        begin, stop = int(run_starts[index]), int(run_ends[index])
+        offsets = _token_offsets(text[begin:stop], token_offsets)
+        if offsets is None:
+            return None
+        starts.append(offsets[0].astype(dtype) + begin)
+        ends.append(offsets[1].astype(dtype) + begin)
+        counts.append(np.ones(len(offsets[0]), dtype=np.int64))
+        previous = index + 1
+    starts.append(run_starts[previous:])
+    ends.append(run_ends[previous:])
+    counts.append(weights[previous:])
+    total = np.concatenate(([0], np.cumsum(np.concatenate(counts)))) if counts else np.zeros(1, dtype=np.int64)
+    return np.concatenate(starts).astype(dtype), np.concatenate(ends).astype(dtype), total.astype(np.int64)
+
+
+#: Runs made into strings at a time, to be counted.
+_RUNS_AT_ONCE = 16_384
+#: Characters turned into code points at a time (bounds the memory of a long text's measuring).
+_BLOCK = 262_144
+
+
+def _runs(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every maximal run of non-space characters."""
+    dtype = position_dtype(text)
+    space = np.empty(len(text) + 2, dtype=bool)
+    space[0] = space[-1] = True
+    for begin in range(0, len(text), _BLOCK):
+        codes = np.frombuffer(text[begin : begin + _BLOCK].encode("utf-32-le"), dtype=np.uint32)
+        space[begin + 1 : begin + 1 + len(codes)] = (codes <= 0x3000) & _SPACES[np.minimum(codes, 0x3000)]
+    edges = np.flatnonzero(space[1:] != space[:-1]).astype(dtype)
+    return edges[0::2], edges[1::2]
+
+
+def _run_counts(runs: list[str], count_tokens: TokenCounter, token_offsets: TokenOffsets) -> np.ndarray:
+    """The tokens of each run (short ones), from the cache of the tokenizer or counted now."""
+    owner = getattr(count_tokens, "__self__", None)
+    try:
+        cache = _caches.setdefault(owner, {}) if owner is not None else {}
+    except TypeError:  # an owner that takes no weak reference
+        cache = {}
+    distinct = dict.fromkeys(runs)
+    if len(cache) + len(distinct) > CACHE_RUNS:
+        cache.clear()
+    missing = [run for run in distinct if run not in cache]
+    if missing:
+        cache.update(zip(missing, _count_runs(missing, count_tokens, token_offsets)))
+    return np.fromiter((cache[run] for run in runs), dtype=np.int64, count=len(runs))
+
+
+def _count_runs(runs: list[str], count_tokens: TokenCounter, token_offsets: TokenOffsets) -> list[int]:
+    """Tokens of each run, by tokenizing many at once, joined by spaces (their tokens never span
+    a space), and attributing each token to the run it starts in."""
+    out: list[int] = []
+    for begin in range(0, len(runs), 20_000):
+        batch = runs[begin : begin + 20_000]
+        joined = " ".join(batch)
+        offsets = token_offsets(joined)
+        if offsets is None:
+            out.extend(count_tokens(run) for run in batch)
+            continue
+        token_starts = np.fromiter((s for s, _ in offsets), dtype=np.int64, count=len(offsets))
+        lengths = np.fromiter((len(run) + 1 for run in batch), dtype=np.int64, count=len(batch))
+        run_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        bounds = np.searchsorted(token_starts, np.concatenate((run_starts, [len(joined) + 1])), side="left")
+        out.extend(int(n) for n in np.diff(bounds))
+    return out
 
 
 def left_index(positions: np.ndarray, value: int) -> int:

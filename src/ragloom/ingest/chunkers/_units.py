@@ -27,9 +27,6 @@ class UnitChunker(Chunker):
         # The sentence splitter moves boundaries, so it is part of every chunk id.
         return f"{super().policy}/splitter={self.config.sentence_splitter}"
 
-    def meter(self, document: Document) -> TokenMeter:
-        return TokenMeter(document.text, self.count_tokens, self.token_offsets)
-
     def split(self, document: Document) -> list[Span]:
         meter = self.meter(document)
         size = self.config.chunk_size

@@ -8,15 +8,17 @@ strategy.
 
 from __future__ import annotations
 
-import bisect
 import re
 from abc import ABC, abstractmethod
 from dataclasses import replace
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from ...config import ChunkingConfig
 from ...types import Chunk, Document, content_hash
-from ._tokens import Span, TokenCounter, TokenOffsets  # noqa: F401 - the chunker interface's types
+from ._tokens import Span, TokenCounter, TokenMeter, TokenOffsets  # noqa: F401 - the chunker interface's types
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -68,73 +70,132 @@ class Chunker(ABC):
             )
         return spans
 
+    def meter(self, document: Document) -> TokenMeter:
+        """The token meter of ``document.text``, measured once however many steps ask for it."""
+        meter = self._meter
+        if meter is None or meter.text is not document.text:
+            meter = self._meter = TokenMeter(document.text, self.count_tokens, self.token_offsets)
+        return meter
+
+    _meter: TokenMeter | None = None
+
     def fitted_spans(self, document: Document) -> list[tuple[Span, str, int]]:
         """Each span with its text and token count, a span the embedder could not read whole cut
         into pieces that it can (``_fit``)."""
         from ._fit import fit_spans, piece_text
-        from ._tokens import TokenMeter
 
         out: list[tuple[Span, str, int]] = []
-        meter: TokenMeter | None = None
+        meter = self.meter(document)
         for span in self.spans(document):
             text = piece_text(document.text, span)
-            tokens = self.count_tokens(text)
+            tokens = self._tokens(meter, span)
             if self.max_tokens is None or tokens <= self.max_tokens:
                 out.append((span, text, tokens))
                 continue
-            meter = meter or TokenMeter(document.text, self.count_tokens, self.token_offsets)
             for piece in fit_spans(meter, span, self.max_tokens, self.count_tokens):
-                piece_body = piece_text(document.text, piece)
-                out.append((piece, piece_body, self.count_tokens(piece_body)))
+                out.append((piece, piece_text(document.text, piece), self._tokens(meter, piece)))
         return out
 
+    def _tokens(self, meter: TokenMeter, span: Span) -> int:
+        return meter.count(span.start, span.end) + (self.count_tokens(span.prefix) if span.prefix else 0)
+
+    #: Whether a long document may be chunked a window at a time (the chunker only looks at
+    #: nearby text: not a Markdown section path, not a syntax tree).
+    windowed: bool = False
+
     def chunk(self, document: Document) -> list[Chunk]:
-        chunks: list[Chunk] = []
+        return list(self.iter_chunks(document))
+
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
+        """The chunks of ``document``, made as they are taken: a long document is chunked a
+        window of ``WINDOW_CHARS`` at a time (by a ``windowed`` chunker), so memory stays bounded."""
+        if type(self).chunk is not Chunker.chunk:  # a chunker that makes its chunks itself
+            yield from self.chunk(document)
+            return
         policy = self.policy
         line_at = LineIndex(document.text) if document.has_lines else None
-        for span, text, tokens in self.fitted_spans(document):
-            if not text.strip():
-                continue
-            index = len(chunks)
-            metadata: dict[str, Any] = dict(document.metadata)
-            metadata.update(span.metadata)
-            section = " > ".join(span.section_path)
-            metadata.update(
-                source=document.source,
-                doc_id=document.doc_id,
-                title=document.title,
-                section=section,
-                section_path=list(span.section_path),
-                chunk_index=index,
-                start=span.start,
-                end=span.end,
-                token_count=tokens,
-            )
-            if line_at is not None:
-                metadata["start_line"], metadata["end_line"] = line_at.lines(span.start, span.end)
-            page = document.page_at(span.start)
-            if page is not None:
-                label = document.page_label
-                metadata[label] = page
-                metadata[f"{label}_end"] = document.page_at(max(span.start, span.end - 1))
-                if len(document.page_metadata) >= page:
-                    metadata.update(document.page_metadata[page - 1])
-            chunks.append(
-                Chunk(
-                    id=Chunk.make_id(document.source, document.doc_id, index, span.start, span.end, policy),
-                    text=text,
-                    source=document.source,
-                    doc_id=document.doc_id,
-                    chunk_index=index,
-                    start=span.start,
-                    end=span.end,
-                    policy=policy,
-                    content_hash=content_hash(text),
-                    token_count=tokens,
-                    metadata=metadata,
-                )
-            )
-        return chunks
+        index = 0
+        for offset, part in self._windows(document):
+            for span, text, tokens in self.fitted_spans(part):
+                if not text.strip():
+                    continue
+                if offset:
+                    span = replace(span, start=span.start + offset, end=span.end + offset)
+                yield self._chunk(document, span, text, tokens, index, policy, line_at)
+                index += 1
+            self._meter = None
+
+    def _windows(self, document: Document) -> Iterator[tuple[int, Document]]:
+        text = document.text
+        if not self.windowed or len(text) <= WINDOW_CHARS or document.page_starts or document.marks:
+            yield 0, document
+            return
+        start = 0
+        while start < len(text):
+            end = window_end(text, start, WINDOW_CHARS)
+            yield start, replace(document, text=text[start:end])
+            start = end
+
+    def _chunk(self, document: Document, span: Span, text: str, tokens: int, index: int, policy: str,
+               line_at: LineIndex | None) -> Chunk:
+        metadata: dict[str, Any] = dict(document.metadata)
+        metadata.update(span.metadata)
+        metadata.update(
+            source=document.source,
+            doc_id=document.doc_id,
+            title=document.title,
+            section=" > ".join(span.section_path),
+            section_path=list(span.section_path),
+            chunk_index=index,
+            start=span.start,
+            end=span.end,
+            token_count=tokens,
+        )
+        if line_at is not None:
+            metadata["start_line"], metadata["end_line"] = line_at.lines(span.start, span.end)
+        if document.marks:
+            metadata.update(document.marks_of(span.start, span.end))
+        page = document.page_at(span.start)
+        if page is not None:
+            label = document.page_label
+            metadata[label] = page
+            metadata[f"{label}_end"] = document.page_at(max(span.start, span.end - 1))
+            if len(document.page_metadata) >= page:
+                metadata.update(document.page_metadata[page - 1])
+        return Chunk(
+            id=Chunk.make_id(document.source, document.doc_id, index, span.start, span.end, policy),
+            text=text,
+            source=document.source,
+            doc_id=document.doc_id,
+            chunk_index=index,
+            start=span.start,
+            end=span.end,
+            policy=policy,
+            content_hash=content_hash(text),
+            token_count=tokens,
+            metadata=metadata,
+        )
+
+
+#: A longer document is chunked a window at a time by a ``windowed`` chunker.
+WINDOW_CHARS = 1_000_000
+_WINDOW_BREAKS = (re.compile(r"\n[ \t\r]*\n"), re.compile(r"\n"), re.compile(r"\s"))
+
+
+def window_end(text: str, start: int, size: int) -> int:
+    """Where the window of ``text`` from ``start`` ends: at most ``size`` characters on, at the
+    last paragraph break (else line break, else space) in its second half; the end of the text
+    when that is near."""
+    if len(text) - start <= size:
+        return len(text)
+    limit = start + size
+    for pattern in _WINDOW_BREAKS:
+        last = None
+        for last in pattern.finditer(text, start + size // 2, limit):
+            pass
+        if last is not None:
+            return last.end()
+    return limit
 
 
 class LineIndex:
@@ -142,10 +203,10 @@ class LineIndex:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self._starts = np.fromiter((m.end() for m in re.finditer("\n", text)), dtype=np.int64)
 
     def __call__(self, offset: int) -> int:
-        return bisect.bisect_right(self._starts, offset)
+        return int(np.searchsorted(self._starts, offset, side="right")) + 1
 
     def lines(self, start: int, end: int) -> tuple[int, int]:
         """First and last line of ``text[start:end]`` that hold more than white space."""

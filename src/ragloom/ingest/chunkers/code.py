@@ -40,7 +40,7 @@ class CodeChunker(Chunker):
     def split(self, document: Document) -> list[Span]:
         language = document.metadata.get("language") or CODE_LANGUAGES.get(PurePath(document.doc_id).suffix.lower(), "")
         parser = parser_for(language) if language else None
-        meter = TokenMeter(document.text, self.count_tokens, self.token_offsets)
+        meter = self.meter(document)
         if parser is None:
             return self._lines(meter, 0, len(document.text), PurePath(document.doc_id).stem)
         data = document.text.encode("utf-8")

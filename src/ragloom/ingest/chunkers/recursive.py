@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from ...types import Document
 from ._split import split_recursive
-from ._tokens import TokenMeter
 from .base import Chunker, Span
 
 
 class RecursiveChunker(Chunker):
     name = "recursive"
+    windowed = True
 
     def split(self, document: Document) -> list[Span]:
-        meter = TokenMeter(document.text, self.count_tokens, self.token_offsets)
+        meter = self.meter(document)
         ranges = split_recursive(
             meter, 0, len(document.text), self.config.chunk_size, self.config.chunk_overlap
         )

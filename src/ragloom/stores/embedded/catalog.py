@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,66 @@ CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, slot INTEG
 """
 
 _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
+
+
+class _Aborted(Exception):
+    """Thrown into a part-by-part write's transaction to roll it back."""
+
+
+class CatalogSourceWrite:
+    """A source written part by part in one SQLite transaction (``stores.base.SourceWrite``): the
+    old chunks go and the new ones come in it, so a reader or a crash sees the old version or the
+    new one, never a mix. The transaction holds SQLite's write lock until the commit; only this
+    process's ingest writes meanwhile (it holds the index's write lock anyway)."""
+
+    def __init__(self, catalog: Catalog, record: SourceRecord) -> None:
+        self.catalog = catalog
+        self.path = record.path
+        self._stack = ExitStack()
+        db = self._stack.enter_context(catalog.transaction())
+        try:
+            self.before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
+            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
+            self._write_record(record)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write_record(self, record: SourceRecord) -> None:
+        self.catalog.db.execute(
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET"
+            " content_hash = excluded.content_hash, mtime = excluded.mtime, size = excluded.size,"
+            " chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at, loader = excluded.loader,"
+            " policy = excluded.policy",
+            (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
+             record.ingested_at, record.loader, record.policy),
+        )
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{self.path}: {len(chunks)} chunks but {len(vectors)} vectors")
+        if chunks:
+            self.catalog._insert_chunks(self.path, chunks)
+            self.catalog._store_vectors(chunks, vectors)
+
+    def commit(self, record: SourceRecord) -> int:
+        """Write the record, chain the audit entry and commit; return the generation."""
+        try:
+            self._write_record(record)
+            self.catalog.audit_write(
+                "source.updated" if self.before else "source.added", path=record.path,
+                content_hash=record.content_hash, chunk_count=record.chunk_count,
+                previous_hash=self.before[0] if self.before else None,
+            )
+            generation = self.catalog._bump_generation()
+        except BaseException:
+            self.abort()
+            raise
+        self._stack.close()
+        return generation
+
+    def abort(self) -> None:
+        self._stack.__exit__(_Aborted, _Aborted(), None)
 
 
 class Catalog:
@@ -158,29 +218,26 @@ class Catalog:
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
         """Replace a source, its chunks and their vectors in one transaction; return the generation."""
-        if len(chunks) != len(vectors):
-            raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
-        with self.transaction() as db:
-            before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
-            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
-            db.execute(
-                "INSERT OR REPLACE INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
-                 record.ingested_at, record.loader, record.policy),
-            )
-            db.executemany(
-                "INSERT INTO chunks(id, source, doc_id, chunk_index, start, \"end\", policy, content_hash,"
-                " token_count, text, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(c.id, record.path, c.doc_id, c.chunk_index, c.start, c.end, c.policy, c.content_hash,
-                  c.token_count, c.text, json.dumps(c.metadata, sort_keys=True, default=str))
-                 for c in chunks],
-            )
-            self._store_vectors(chunks, vectors)
-            self.audit_write(
-                "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
-                chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
-            )
-            return self._bump_generation()
+        write = self.begin_source(record)
+        try:
+            write.add(chunks, vectors)
+        except BaseException:
+            write.abort()
+            raise
+        return write.commit(record)
+
+    def begin_source(self, record: SourceRecord) -> CatalogSourceWrite:
+        """Replace a source part by part, in one transaction kept open until ``commit``."""
+        return CatalogSourceWrite(self, record)
+
+    def _insert_chunks(self, source: str, chunks: Sequence[Chunk]) -> None:
+        self.db.executemany(
+            "INSERT INTO chunks(id, source, doc_id, chunk_index, start, \"end\", policy, content_hash,"
+            " token_count, text, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(c.id, source, c.doc_id, c.chunk_index, c.start, c.end, c.policy, c.content_hash,
+              c.token_count, c.text, json.dumps(c.metadata, sort_keys=True, default=str))
+             for c in chunks],
+        )
 
     def delete_source(self, path: str) -> tuple[int, int]:
         """Delete a source and its chunks; return (chunks removed, generation)."""

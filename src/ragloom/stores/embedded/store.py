@@ -23,7 +23,7 @@ from ...config import Config, EmbeddedStoreConfig
 from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import Candidate, Store, folder_bytes, write_lock_if_free
+from ..base import Candidate, SourceWrite, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
 from .ann import AnnIndex
 from ..derived import is_damage, run_or_rebuild, warn_rebuilding
@@ -88,6 +88,9 @@ class EmbeddedStore(CatalogBacked, Store):
             )
         self._note_pending(record.path, present=True)
         self.catalog.replace_source(record, chunks, vectors)
+
+    def begin_source(self, record: SourceRecord) -> SourceWrite:
+        return _EmbeddedSourceWrite(self, record)
 
     def delete_source(self, path: str) -> int:
         self._note_pending(path, present=False)
@@ -371,3 +374,28 @@ class EmbeddedStore(CatalogBacked, Store):
     def close(self) -> None:
         self.lexical.close()
         self.catalog.close()
+
+
+class _EmbeddedSourceWrite(SourceWrite):
+    """A source written part by part in one SQLite transaction (``Catalog.begin_source``); the BM25
+    index replays it at the next flush, like any other write."""
+
+    def __init__(self, store: EmbeddedStore, record: SourceRecord) -> None:
+        super().__init__(store, record)
+        self.store = store
+        self.write = store.catalog.begin_source(record)
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        dimension = self.store.dimension
+        if len(chunks) and dimension and np.asarray(vectors).shape[1] != dimension:
+            self.write.abort()
+            raise StoreError(f"{self.write.path}: vectors have dimension {np.asarray(vectors).shape[1]}, "
+                             f"the index holds {dimension}")
+        self.write.add(chunks, vectors)
+
+    def commit(self, record: SourceRecord) -> None:
+        self.store._note_pending(record.path, present=True)
+        self.write.commit(record)
+
+    def abort(self) -> None:
+        self.write.abort()

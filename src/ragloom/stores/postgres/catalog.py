@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,62 @@ from .database import Database, exists
 from .jobs import PostgresJobs
 
 _SOURCE_COLUMNS = "path, content_hash, mtime, size, chunk_count, ingested_at, loader, policy"
+
+
+class _Aborted(Exception):
+    """Thrown into a part-by-part write's transaction to roll it back."""
+
+
+class PostgresSourceWrite:
+    """A source written part by part in one transaction (``stores.base.SourceWrite``): every call
+    comes from the thread that began it, whose transaction it joins."""
+
+    def __init__(self, catalog: PostgresCatalog, record: SourceRecord) -> None:
+        self.catalog = catalog
+        self.path = record.path
+        self._stack = ExitStack()
+        self.connection = self._stack.enter_context(catalog.transaction())
+        try:
+            self.before = self.connection.execute(
+                "SELECT content_hash FROM sources WHERE path = %s", (record.path,)).fetchone()
+            chunk_rows.remove(self.connection, record.path)
+            self._write_record(record)
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write_record(self, record: SourceRecord) -> None:
+        self.connection.execute(
+            f"INSERT INTO sources({_SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, mtime = excluded.mtime,"
+            " size = excluded.size, chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at,"
+            " loader = excluded.loader, policy = excluded.policy",
+            (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
+             record.ingested_at, record.loader, record.policy),
+        )
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{self.path}: {len(chunks)} chunks but {len(vectors)} vectors")
+        chunk_rows.write(self.connection, self.path, chunks, vectors, self.catalog.database.language)
+
+    def commit(self, record: SourceRecord) -> int:
+        try:
+            self._write_record(record)
+            self.catalog.audit_write(
+                "source.updated" if self.before else "source.added", path=record.path,
+                content_hash=record.content_hash, chunk_count=record.chunk_count,
+                previous_hash=self.before[0] if self.before else None,
+            )
+            generation = self.catalog._bump_generation(self.connection)
+        except BaseException:
+            self.abort()
+            raise
+        self._stack.close()
+        return generation
+
+    def abort(self) -> None:
+        self._stack.__exit__(_Aborted, _Aborted(), None)
 
 
 class PostgresCatalog:
@@ -78,26 +134,17 @@ class PostgresCatalog:
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
         """Replace a source, its chunks and their vectors in one transaction; return the generation."""
-        if len(chunks) != len(vectors):
-            raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
-        with self.transaction() as connection:
-            before = connection.execute(
-                "SELECT content_hash FROM sources WHERE path = %s", (record.path,)).fetchone()
-            chunk_rows.remove(connection, record.path)
-            connection.execute(
-                f"INSERT INTO sources({_SOURCE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, mtime = excluded.mtime,"
-                " size = excluded.size, chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at,"
-                " loader = excluded.loader, policy = excluded.policy",
-                (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
-                 record.ingested_at, record.loader, record.policy),
-            )
-            chunk_rows.write(connection, record.path, chunks, vectors, self.database.language)
-            self.audit_write(
-                "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
-                chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
-            )
-            return self._bump_generation(connection)
+        write = self.begin_source(record)
+        try:
+            write.add(chunks, vectors)
+        except BaseException:
+            write.abort()
+            raise
+        return write.commit(record)
+
+    def begin_source(self, record: SourceRecord) -> PostgresSourceWrite:
+        """Replace a source part by part, in one transaction kept open (on this thread) until ``commit``."""
+        return PostgresSourceWrite(self, record)
 
     def delete_source(self, path: str) -> tuple[int, int]:
         """Delete a source and its chunks; return (chunks removed, generation)."""

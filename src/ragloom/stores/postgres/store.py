@@ -22,7 +22,7 @@ from ...config import Config, PostgresStoreConfig
 from ...errors import ConfigError, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import Candidate, Store
+from ..base import Candidate, SourceWrite, Store
 from ..catalog_backed import CatalogBacked
 from . import chunks as chunk_rows
 from . import ann, search
@@ -96,6 +96,9 @@ class PostgresStore(CatalogBacked, Store):
                 f"{record.path}: vectors have dimension {vectors.shape[1]}, the index holds {dimension}"
             )
         self.catalog.replace_source(record, chunks, vectors)
+
+    def begin_source(self, record: SourceRecord) -> SourceWrite:
+        return _PostgresSourceWrite(self, record)
 
     def delete_source(self, path: str) -> int:
         if self.catalog.get_source(path) is None:
@@ -215,3 +218,26 @@ class PostgresStore(CatalogBacked, Store):
     def close(self) -> None:
         self._halves.shutdown(wait=True)
         self.catalog.close()
+
+
+class _PostgresSourceWrite(SourceWrite):
+    """A source written part by part in one PostgreSQL transaction (``PostgresCatalog.begin_source``)."""
+
+    def __init__(self, store: PostgresStore, record: SourceRecord) -> None:
+        super().__init__(store, record)
+        self.store = store
+        self.write = store.catalog.begin_source(record)
+
+    def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1) if len(chunks) else vectors
+        dimension = self.store.dimension
+        if len(chunks) and dimension and vectors.shape[1] != dimension:
+            self.write.abort()
+            raise StoreError(f"{self.write.path}: vectors have dimension {vectors.shape[1]}, the index holds {dimension}")
+        self.write.add(chunks, vectors)
+
+    def commit(self, record: SourceRecord) -> None:
+        self.write.commit(record)
+
+    def abort(self) -> None:
+        self.write.abort()
