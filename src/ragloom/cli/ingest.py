@@ -10,9 +10,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import UsageError
+from ..errors import IngestInterrupted, UsageError
 from ..ingest.runner import IngestProgress
 from ..types import IngestReport
+from .interrupt import stops_on_ctrl_c
 from .shared import console, display_path, err_console, notice, state
 
 
@@ -70,12 +71,18 @@ def ingest_command(
         moved = set_aside_index(state(ctx).config(**overrides).index)
         if moved is not None:
             err_console.print(f"moved the old index to {moved}", highlight=False, markup=False)
-    with state(ctx).open_index(create=True, **overrides) as index:
-        if quiet or as_json:
-            report = index.ingest(paths, glob=glob)
-        else:
-            with progress_bars() as progress:
-                report = index.ingest(paths, glob=glob, progress=_RichProgress(progress))
+    try:
+        # Ctrl-C or SIGTERM: the ingest stops reading, keeps what it finished and says so; a second
+        # one (or a wrap-up longer than INTERRUPT_GRACE seconds) ends the process at once.
+        with stops_on_ctrl_c(INTERRUPT_GRACE, terminate=True), state(ctx).open_index(create=True, **overrides) as index:
+            if quiet or as_json:
+                report = index.ingest(paths, glob=glob)
+            else:
+                with progress_bars() as progress:
+                    report = index.ingest(paths, glob=glob, progress=_RichProgress(progress))
+    except IngestInterrupted as stopped:
+        _report_interrupted(stopped, as_json)
+        raise typer.Exit(130) from None
     if as_json:
         console.print_json(json.dumps({**report.summary(), "failures": [f.__dict__ for f in report.failed],
                                        "skipped_files": report.skipped_files(), "warnings": report.warnings}))
@@ -83,6 +90,21 @@ def ingest_command(
         print_report(report)
     if report.failed:
         raise typer.Exit(1 if not (report.added or report.updated or report.unchanged) else 0)
+
+
+#: Seconds an interrupted ingest has to write what it finished before the process is ended.
+INTERRUPT_GRACE = 30.0
+
+
+def _report_interrupted(stopped: IngestInterrupted, as_json: bool) -> None:
+    report = stopped.report
+    if as_json:
+        console.print_json(json.dumps({**report.summary(), "interrupted": True, "kept": stopped.kept,
+                                       "failures": [f.__dict__ for f in report.failed], "warnings": report.warnings}))
+    else:
+        for failure in report.failed:
+            notice("failed:", "red", f"{display_path(failure.path)}: {failure.error}")
+    notice("kept", "yellow", f"{stopped.kept} files; run again to finish")
 
 
 def print_report(report: IngestReport) -> None:

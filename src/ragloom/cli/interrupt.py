@@ -28,19 +28,21 @@ def _end_process() -> None:
 
 
 @contextmanager
-def stops_on_ctrl_c(grace: float = GRACE_SECONDS) -> Iterator[None]:
-    """While the block runs, Ctrl-C ends the process within ``grace`` seconds (see the module)."""
+def stops_on_ctrl_c(grace: float = GRACE_SECONDS, terminate: bool = False) -> Iterator[None]:
+    """While the block runs, Ctrl-C ends the process within ``grace`` seconds (see the module);
+    with ``terminate``, SIGTERM does the same (and raises KeyboardInterrupt, as Ctrl-C does)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    handled = (signal.SIGINT, signal.SIGTERM) if terminate else (signal.SIGINT,)
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_handlers = {number: signal.signal(number, signal.default_int_handler) for number in handled}
     def watch() -> None:
         interrupts, ending = 0, None
         while data := os.read(read_end, 64):  # empty once the block is left and the pipe closed
-            interrupts += data.count(bytes([signal.SIGINT]))
+            interrupts += sum(data.count(bytes([number])) for number in handled)
             if interrupts >= 2:
                 _end_process()
             if interrupts == 1 and ending is None:
@@ -54,5 +56,6 @@ def stops_on_ctrl_c(grace: float = GRACE_SECONDS) -> Iterator[None]:
         yield
     finally:
         signal.set_wakeup_fd(previous_fd)
-        signal.signal(signal.SIGINT, previous_handler)
+        for number, handler in previous_handlers.items():
+            signal.signal(number, handler)
         os.close(write_end)  # the watcher's read returns: it ends (a timer already set does not)

@@ -28,8 +28,9 @@ if TYPE_CHECKING:
     from .pipeline import WriteBehind
     from .progress import IngestProgress
 
-#: Chunks gathered (from several files) before they are embedded together.
-EMBED_BATCH_CHUNKS = 256
+#: Chunks gathered (from several files) before they are embedded together: the model runs one
+#: text at a time anyway, and a small batch is written soon (and quickly, when interrupted).
+EMBED_BATCH_CHUNKS = 64
 #: When the reader has had nothing new for this long, the files waiting are embedded and committed.
 IDLE_SECONDS = 0.5
 
