@@ -86,6 +86,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
     "loader": {
         "text": "ragloom.ingest.loaders.text:TextLoader",
+        "subtitles": "ragloom.ingest.loaders.subtitles:SubtitleLoader",
         "markdown": "ragloom.ingest.loaders.markdown:MarkdownLoader",
         "pdf": "ragloom.ingest.loaders.pdf:PdfLoader",
         "html": "ragloom.ingest.loaders.html:HtmlLoader",

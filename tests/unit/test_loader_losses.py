@@ -184,7 +184,10 @@ def test_subtitles_logs_and_markup_are_read_as_text_with_lines(tmp_path):
     path.write_text("1\n00:00:01,000 --> 00:00:03,000\nWelcome to the survey briefing.\n\n"
                     "2\n00:00:04,000 --> 00:00:06,000\nThe drone starts at dawn.\n")
     [document] = load_file(path, str(path)).documents
-    assert "The drone starts at dawn." in document.text and document.has_lines
+    # The cues' words, one line each; their times and file lines come with the chunks (marks).
+    assert document.text == "Welcome to the survey briefing.\nThe drone starts at dawn."
+    assert document.marks_of(0, len(document.text)) == {
+        "start_time": "00:00:01.000", "start_line": 3, "end_time": "00:00:06.000", "end_line": 7}
     log = tmp_path / "run.log"
     log.write_text("first line\nsecond line\n")
     assert load_file(log, str(log)).documents[0].text == "first line\nsecond line\n"

@@ -127,7 +127,7 @@ class Chunker(ABC):
 
     def _windows(self, document: Document) -> Iterator[tuple[int, Document]]:
         text = document.text
-        if not self.windowed or len(text) <= WINDOW_CHARS or document.page_starts or document.marks:
+        if not self.windowed or len(text) <= WINDOW_CHARS or document.page_starts:
             yield 0, document
             return
         start = 0

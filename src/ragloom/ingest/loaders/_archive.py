@@ -80,6 +80,8 @@ class ArchiveDocumentLoader(Loader):
             title, metadata = self.read(path, writer)
         except CorruptDocumentError:
             raise
+        except MemoryError:
+            raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
         except Exception as exc:  # the libraries raise KeyError, ValueError, lxml and zip errors on damaged parts
             raise library_error(source, self.noun, exc) from exc
         if not writer.text.strip():

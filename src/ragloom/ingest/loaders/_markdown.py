@@ -84,6 +84,19 @@ class MarkdownWriter:
             fence = "````" if "```" in text else "```"
             self._add(f"{fence}{language}\n{text.rstrip()}\n{fence}")
 
+    #: Table cells cut at ``MAX_CELL_CHARS``, rows cut at ``MAX_ROW_CELLS`` (a loader reports them).
+    cut_cells = 0
+    cut_rows = 0
+
+    def cut_notes(self, source: str) -> list[str]:
+        """The report's lines for what ``table`` cut."""
+        notes = []
+        if self.cut_cells:
+            notes.append(f"{source}: {self.cut_cells:,} cells longer than {MAX_CELL_CHARS:,} characters were cut")
+        if self.cut_rows:
+            notes.append(f"{source}: {self.cut_rows:,} rows of more than {MAX_ROW_CELLS:,} cells were cut")
+        return notes
+
     def table(self, rows: Iterable[Sequence[Any]], header: Sequence[Any] | None = None) -> int:
         """Write a table; the first row is its header unless ``header`` is given. Returns rows written."""
         iterator = iter(rows)
@@ -91,14 +104,20 @@ class MarkdownWriter:
             header = next(iterator, None)
             if header is None:
                 return 0
-        head = [cell_text(c) or f"column {i + 1}" for i, c in enumerate(header)]
+        head = [cell_text(c)[:MAX_CELL_CHARS] or f"column {i + 1}" for i, c in enumerate(header[:MAX_ROW_CELLS])]
         width = len(head)
         head_lines = _head_lines(head)
         block: list[str] = []
         size = 0
         count = 0
         for row in iterator:
-            cells = [cell_text(c) for c in row]
+            cells = [cell_text(c) for c in row[:MAX_ROW_CELLS]]
+            if len(row) > MAX_ROW_CELLS:
+                self.cut_rows += 1
+            for i, cell in enumerate(cells):
+                if len(cell) > MAX_CELL_CHARS:
+                    cells[i] = cell[:MAX_CELL_CHARS] + "…"
+                    self.cut_cells += 1
             if not any(cells):
                 continue
             if len(cells) > width:  # a row wider than the header widens the table: no cell is dropped
@@ -134,6 +153,12 @@ class MarkdownWriter:
             page_starts=starts,
             page_label=page_label,
         )
+
+
+#: A table cell longer than this is cut (a blob in a spreadsheet is not text to search), and a row
+#: is cut after this many cells.
+MAX_CELL_CHARS = 5_000
+MAX_ROW_CELLS = 1_000
 
 
 def _head_lines(head: Sequence[str]) -> list[str]:

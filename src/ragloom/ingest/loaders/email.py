@@ -72,6 +72,8 @@ class MboxLoader(Loader):
 def _parse(handle) -> EmailMessage | None:
     try:
         return email.message_from_binary_file(handle, policy=email.policy.default)
+    except MemoryError:
+        raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
     except Exception:  # a damaged message is reported by the caller; the rest of the box is read
         return None
 
@@ -114,6 +116,8 @@ def body_document(headers: dict[str, str], body: str, is_html: bool, doc_id: str
 def _header(message: EmailMessage, name: str) -> str:
     try:
         value = message.get(name)
+    except MemoryError:
+        raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
     except Exception:  # a malformed header must not lose the message
         return ""
     return " ".join(str(value).split()) if value is not None else ""
@@ -122,6 +126,8 @@ def _header(message: EmailMessage, name: str) -> str:
 def _body(message: EmailMessage):
     try:
         part = message.get_body(preferencelist=("plain", "html"))
+    except MemoryError:
+        raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
     except Exception:
         return None
     if part is None:
@@ -132,6 +138,8 @@ def _body(message: EmailMessage):
 def _text_of(part) -> str:
     try:
         return part.get_content()
+    except MemoryError:
+        raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
     except Exception:  # an unknown charset: read the bytes as UTF-8 with replacements
         payload = part.get_payload(decode=True) or b""
         return payload.decode("utf-8", errors="replace")

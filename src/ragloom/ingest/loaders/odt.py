@@ -82,6 +82,8 @@ class RtfLoader(Loader):
         raw, warnings = decode_bytes(data, source)
         try:
             text = rtf_to_text(raw, errors="ignore")
+        except MemoryError:
+            raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
         except Exception as exc:  # striprtf raises on malformed control words
             raise library_error(source, "RTF", exc) from exc
         if not text.strip():

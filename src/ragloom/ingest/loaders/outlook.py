@@ -46,6 +46,8 @@ class MsgLoader(Loader):
             documents, notes = _message_documents(message, path.name, source, 0)
         except CorruptDocumentError:
             raise
+        except MemoryError:
+            raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
         except Exception as exc:  # olefile, struct and KeyError on damaged storages
             raise library_error(source, "an Outlook message (.msg)", exc) from exc
         if not documents:
@@ -97,6 +99,8 @@ def _transport_headers(message) -> dict[str, str]:
     for name in ("from", "to", "cc", "date", "subject"):
         try:
             value = parsed.get(name)
+        except MemoryError:
+            raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
         except Exception:  # a malformed header must not lose the message
             value = None
         if value is not None:

@@ -141,6 +141,8 @@ def read_pdf(data: bytes, source: str, options: LoaderOptions) -> PdfText:
 def _title(pdf) -> str:
     try:
         title = pdf.get_metadata_dict().get("Title", "")
+    except MemoryError:
+        raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
     except Exception:  # a damaged /Info dictionary should not lose the text
         return ""
     return title.strip() if isinstance(title, str) else ""

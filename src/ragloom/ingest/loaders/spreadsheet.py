@@ -37,8 +37,11 @@ class _Sheets(Loader):
                 _sheet(writer, name, rows, source, notes)
         except CorruptDocumentError:
             raise
+        except MemoryError:
+            raise  # over the file's memory budget: never a damaged file (ingest/sandbox.py)
         except Exception as exc:  # the libraries raise many kinds of errors on damaged files
             raise library_error(source, self.kind, exc) from exc
+        notes += writer.cut_notes(source)
         if not writer.text.strip():
             result = empty_result(source)
             result.warnings[:0] = notes

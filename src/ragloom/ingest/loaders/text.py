@@ -33,8 +33,8 @@ class TextFileLoader(Loader):
 
 class TextLoader(TextFileLoader):
     name = "text"
-    #: Plain text, and text formats read as written: subtitles (SRT, WebVTT: each cue with its time), logs.
-    extensions = (".txt", ".text", ".rst", ".srt", ".vtt", ".log")
+    #: Plain text, and text formats read as written: logs. (Subtitles: ``subtitles.py``.)
+    extensions = (".txt", ".text", ".rst", ".log")
     version = 2  # chunks carry start_line and end_line
 
     def parse(self, text: str, path: Path, source: str) -> LoadResult:

@@ -30,8 +30,14 @@ class XmlLoader(TextFileLoader):
     def parse(self, text: str, path: Path, source: str) -> LoadResult:
         if _FEED_ROOT.search(text[:4096]):
             return _feed(text, path, source)
-        try:
-            root = ElementTree.fromstring(text.encode("utf-8"))
+        from defusedxml import DefusedXmlException
+        from defusedxml.ElementTree import fromstring
+
+        try:  # entities are refused, never expanded (a "billion laughs" file is a few hundred bytes)
+            root = fromstring(text.encode("utf-8"), forbid_dtd=False, forbid_entities=True, forbid_external=True)
+        except DefusedXmlException as exc:
+            raise CorruptDocumentError(f"{source} declares XML entities ({exc}), which are not expanded; "
+                                       "leave it out or remove its DTD") from exc
         except ElementTree.ParseError as exc:
             raise CorruptDocumentError(f"{source} is not well-formed XML ({exc}); fix or leave it out") from exc
         writer = MarkdownWriter()
@@ -74,7 +80,19 @@ def _values(element: ElementTree.Element, path: str, leaves_only: bool = False) 
             yield f"{where}{' [' + attributes + ']' if attributes else ''}: {text}".rstrip(": ")
             count += 1
         if not leaves_only:
-            stack.extend((child, f"{where}/{_local(child.tag)}") for child in reversed(node))
+            stack.extend((child, _deeper(where, _local(child.tag))) for child in reversed(node))
+
+
+#: Elements of a path kept (the innermost ones): a path 100,000 elements deep is not written out
+#: for each of them (that would grow with the square of the depth).
+MAX_PATH_PARTS = 32
+
+
+def _deeper(where: str, tag: str) -> str:
+    path = f"{where}/{tag}"
+    if path.count("/") >= MAX_PATH_PARTS:
+        path = "…/" + path.split("/", 2)[2].removeprefix("…/") if path.startswith("…/") else "…/" + path.split("/", 1)[1]
+    return path
 
 
 def _local(tag: str) -> str:
