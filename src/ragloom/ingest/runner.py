@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from ..paths import PathPolicy
 
 
+#: The most a file of the sample an embedder is chosen by may take to read (it is then left out).
+SAMPLE_SECONDS = 5.0
+
+
 class IngestRunner:
     """Ingests into and removes from one index's store."""
 
@@ -204,9 +208,9 @@ class IngestRunner:
         settings = self.parts.config.ingest
         worker = self._worker(sample_task(self.loader_options, int(settings.max_file_mb * 1_000_000), policy))
         try:
-            def read(file: Path) -> list[str]:
-                return [text for texts in worker.run(file, settings.max_file_seconds, settings.max_file_memory_mb)
-                        for text in texts]
+            def read(file: Path) -> list[str]:  # a file slow to read is left out of the sample
+                seconds = min(settings.max_file_seconds, SAMPLE_SECONDS)
+                return [text for texts in worker.run(file, seconds, settings.max_file_memory_mb) for text in texts]
 
             texts = sample_texts(plan, self.loader_options, read)
         finally:

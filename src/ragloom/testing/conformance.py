@@ -18,6 +18,8 @@ Needs pytest.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -294,6 +296,43 @@ class SourceRegistryConformance(StoreFixtures):
         assert len(everything) == store.count()
         assert store.search_lexical("unique1", 10) == []
         assert [c.chunk_id for c in store.search_lexical("zebra21", 10)] == [fresh[2].id]
+
+    def test_a_source_written_in_parts_appears_whole_at_its_commit(self, store: Store, written: dict) -> None:
+        """``begin_source``: parts added one by one, then exactly the new chunks at the commit (a
+        large file is never held whole to be written)."""
+        old = synthetic_chunks("a.md", LAYOUT["a.md"], _text)
+        fresh = [
+            Chunk(**{**c.__dict__, "chunk_index": i, "id": Chunk.make_id("a.md", "a.md", i, 0, 1, "parts")})
+            for i, c in enumerate(synthetic_chunks("a.md", [30, 31, 32, 33, 34], lambda n: f"streamed quokka{n}"))
+        ]
+        vectors = np.stack([unit_vector(30 + i) for i in range(len(fresh))])
+        record = record_for("a.md", fresh, version="parts")
+        write = store.begin_source(replace(record, chunk_count=0))
+        for start in (0, 2, 4):
+            write.add(fresh[start : start + 2], vectors[start : start + 2])
+        write.commit(record)
+        store.flush()
+        assert store.get_source("a.md") == record
+        assert store.get_chunks([c.id for c in old]) == []
+        assert store.get_chunks([c.id for c in fresh]) == fresh
+        assert store.count() == len(written) - len(old) + len(fresh)
+        assert {c.chunk_id for c in store.search_lexical("quokka33", 10)} == {fresh[3].id}
+
+    def test_an_aborted_write_in_parts_leaves_no_part_of_it(self, store: Store, written: dict) -> None:
+        fresh = [
+            Chunk(**{**c.__dict__, "chunk_index": i, "id": Chunk.make_id("b.md", "b.md", i, 0, 1, "aborted")})
+            for i, c in enumerate(synthetic_chunks("b.md", [40, 41, 42], lambda n: f"aborted wombat{n}"))
+        ]
+        write = store.begin_source(record_for("b.md", fresh, version="aborted"))
+        write.add(fresh, np.stack([unit_vector(40 + i) for i in range(len(fresh))]))
+        write.abort()
+        store.flush()
+        assert store.get_chunks([c.id for c in fresh]) == []
+        assert store.search_lexical("wombat41", 10) == []
+        # A store with transactions keeps the old version; one without drops the source whole.
+        kept = store.get_source("b.md")
+        old = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
+        assert kept is None or (kept == record_for("b.md", old) and store.get_chunks([c.id for c in old]) == old)
 
     def test_delete_source_removes_its_chunks(self, store: Store, written: dict) -> None:
         gone = [c.id for c, _ in written.values() if c.source == "b.md"]

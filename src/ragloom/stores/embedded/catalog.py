@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,69 +58,70 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_source ON chunks(source);
 CREATE INDEX IF NOT EXISTS chunks_hash ON chunks(content_hash);
 CREATE TABLE IF NOT EXISTS embeddings (content_hash TEXT PRIMARY KEY, slot INTEGER NOT NULL, checksum INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS staged_chunks (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    "end" INTEGER NOT NULL,
+    policy TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS staged_chunks_source ON staged_chunks(source);
 """
 
 _CHUNK_COLUMNS = 'row, id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
 
 
-class _Aborted(Exception):
-    """Thrown into a part-by-part write's transaction to roll it back."""
-
-
 class CatalogSourceWrite:
-    """A source written part by part in one SQLite transaction (``stores.base.SourceWrite``): the
-    old chunks go and the new ones come in it, so a reader or a crash sees the old version or the
-    new one, never a mix. The transaction holds SQLite's write lock until the commit; only this
-    process's ingest writes meanwhile (it holds the index's write lock anyway)."""
+    """A source written part by part (``stores.base.SourceWrite``): each part in a short transaction
+    of its own into ``staged_chunks`` (its vectors into the vector file, a cache by content), and
+    the commit in one more, which moves the staged rows into ``chunks`` in place of the old ones.
+    Until then readers see the old version, and no transaction holds SQLite's write lock while the
+    parts are embedded (a server's searches log to the same database meanwhile). Rows a crash left
+    staged are removed by the next write of the source, or by ``flush``."""
 
     def __init__(self, catalog: Catalog, record: SourceRecord) -> None:
         self.catalog = catalog
         self.path = record.path
-        self._stack = ExitStack()
-        db = self._stack.enter_context(catalog.transaction())
-        try:
-            self.before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
-            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
-            self._write_record(record)
-        except BaseException:
-            self.abort()
-            raise
-
-    def _write_record(self, record: SourceRecord) -> None:
-        self.catalog.db.execute(
-            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET"
-            " content_hash = excluded.content_hash, mtime = excluded.mtime, size = excluded.size,"
-            " chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at, loader = excluded.loader,"
-            " policy = excluded.policy",
-            (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
-             record.ingested_at, record.loader, record.policy),
-        )
+        self._discard()
 
     def add(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         if len(chunks) != len(vectors):
             raise StoreError(f"{self.path}: {len(chunks)} chunks but {len(vectors)} vectors")
-        if chunks:
-            self.catalog._insert_chunks(self.path, chunks)
+        if not len(chunks):
+            return
+        with self.catalog.transaction():
+            self.catalog._insert_chunks("staged_chunks", self.path, chunks)
             self.catalog._store_vectors(chunks, vectors)
 
     def commit(self, record: SourceRecord) -> int:
-        """Write the record, chain the audit entry and commit; return the generation."""
-        try:
-            self._write_record(record)
-            self.catalog.audit_write(
-                "source.updated" if self.before else "source.added", path=record.path,
-                content_hash=record.content_hash, chunk_count=record.chunk_count,
-                previous_hash=self.before[0] if self.before else None,
-            )
-            generation = self.catalog._bump_generation()
-        except BaseException:
-            self.abort()
-            raise
-        self._stack.close()
-        return generation
+        """Swap the staged chunks in, write the record, chain the audit entry; return the generation."""
+        catalog = self.catalog
+        with catalog.transaction() as db:
+            before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
+            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
+            catalog._write_record(record)
+            db.execute(
+                f"INSERT INTO chunks({_STAGED_COLUMNS}) SELECT {_STAGED_COLUMNS} FROM staged_chunks"
+                " WHERE source = ? ORDER BY seq", (record.path,))
+            db.execute("DELETE FROM staged_chunks WHERE source = ?", (record.path,))
+            return catalog._committed(record, before)
 
     def abort(self) -> None:
-        self._stack.__exit__(_Aborted, _Aborted(), None)
+        self._discard()
+
+    def _discard(self) -> None:
+        with self.catalog.transaction() as db:
+            db.execute("DELETE FROM staged_chunks WHERE source = ?", (self.path,))
+
+
+_STAGED_COLUMNS = 'id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
 
 
 class Catalog:
@@ -218,21 +219,41 @@ class Catalog:
 
     def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
         """Replace a source, its chunks and their vectors in one transaction; return the generation."""
-        write = self.begin_source(record)
-        try:
-            write.add(chunks, vectors)
-        except BaseException:
-            write.abort()
-            raise
-        return write.commit(record)
+        if len(chunks) != len(vectors):
+            raise StoreError(f"{record.path}: {len(chunks)} chunks but {len(vectors)} vectors")
+        with self.transaction() as db:
+            before = db.execute("SELECT content_hash FROM sources WHERE path = ?", (record.path,)).fetchone()
+            db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
+            self._write_record(record)
+            self._insert_chunks("chunks", record.path, chunks)
+            self._store_vectors(chunks, vectors)
+            return self._committed(record, before)
+
+    def _write_record(self, record: SourceRecord) -> None:
+        self.db.execute(
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET"
+            " content_hash = excluded.content_hash, mtime = excluded.mtime, size = excluded.size,"
+            " chunk_count = excluded.chunk_count, ingested_at = excluded.ingested_at, loader = excluded.loader,"
+            " policy = excluded.policy",
+            (record.path, record.content_hash, record.mtime, record.size, record.chunk_count,
+             record.ingested_at, record.loader, record.policy),
+        )
+
+    def _committed(self, record: SourceRecord, before: Any) -> int:
+        """Chain the write's audit entry and bump the generation (inside its transaction)."""
+        self.audit_write(
+            "source.updated" if before else "source.added", path=record.path, content_hash=record.content_hash,
+            chunk_count=record.chunk_count, previous_hash=before[0] if before else None,
+        )
+        return self._bump_generation()
 
     def begin_source(self, record: SourceRecord) -> CatalogSourceWrite:
         """Replace a source part by part, in one transaction kept open until ``commit``."""
         return CatalogSourceWrite(self, record)
 
-    def _insert_chunks(self, source: str, chunks: Sequence[Chunk]) -> None:
+    def _insert_chunks(self, table: str, source: str, chunks: Sequence[Chunk]) -> None:
         self.db.executemany(
-            "INSERT INTO chunks(id, source, doc_id, chunk_index, start, \"end\", policy, content_hash,"
+            f"INSERT INTO {table}(id, source, doc_id, chunk_index, start, \"end\", policy, content_hash,"
             " token_count, text, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(c.id, source, c.doc_id, c.chunk_index, c.start, c.end, c.policy, c.content_hash,
               c.token_count, c.text, json.dumps(c.metadata, sort_keys=True, default=str))
@@ -253,6 +274,7 @@ class Catalog:
     def prune_embeddings(self) -> int:
         """Drop vectors no chunk uses any more."""
         with self.transaction() as db:
+            db.execute("DELETE FROM staged_chunks")  # what an interrupted write left (flush runs between writes)
             cursor = db.execute(
                 "DELETE FROM embeddings WHERE content_hash NOT IN (SELECT content_hash FROM chunks)"
             )
