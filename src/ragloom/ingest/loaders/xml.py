@@ -36,7 +36,8 @@ class XmlLoader(TextFileLoader):
         try:  # entities are refused, never expanded (a "billion laughs" file is a few hundred bytes)
             root = fromstring(text.encode("utf-8"), forbid_dtd=False, forbid_entities=True, forbid_external=True)
         except DefusedXmlException as exc:
-            raise CorruptDocumentError(f"{source} declares XML entities ({exc}), which are not expanded; "
+            named = f" (the first: {exc.name})" if getattr(exc, "name", None) else ""
+            raise CorruptDocumentError(f"{source} declares XML entities{named}, which are not expanded; "
                                        "leave it out or remove its DTD") from exc
         except ElementTree.ParseError as exc:
             raise CorruptDocumentError(f"{source} is not well-formed XML ({exc}); fix or leave it out") from exc
