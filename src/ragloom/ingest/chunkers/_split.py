@@ -31,7 +31,9 @@ def split_recursive(meter: TokenMeter, start: int, end: int, size: int, overlap:
     """Stripped ``(start, end)`` ranges of ``meter.text[start:end]``, each at most ``size`` tokens."""
     text = meter.text
     start, end = strip_span(text, start, end)
-    cuts = [_cut_positions(pattern, after, text, start, end) for pattern, after in _SEPARATORS]
+    cuts = [_cut_positions(pattern, after, text, start, end) for pattern, after in _SEPARATORS[:-1]]
+    breaks = meter.word_breaks(start, end)  # the last level, found already by the meter
+    cuts.append(breaks if breaks is not None else _cut_positions(*_SEPARATORS[-1], text, start, end))
     ranges: list[tuple[int, int]] = []
     position, previous_end = start, start
     while position < end:

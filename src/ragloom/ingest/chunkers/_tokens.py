@@ -69,7 +69,15 @@ class TokenMeter:
         self._starts = units[0] if units is not None else None
         self._ends = units[1] if units is not None else None
         self._total = units[2] if units is not None else None  # tokens before each unit; one more at the end
+        self._run_ends = units[3] if units is not None else None  # where each run of non-space text ends
         self._cache: dict[tuple[int, int], int] = {}
+
+    def word_breaks(self, start: int, end: int) -> np.ndarray | None:
+        """Where white space begins inside ``text[start:end]`` (``start`` not being white space),
+        or None when this meter did not find them."""
+        if self._run_ends is None:
+            return None
+        return self._run_ends[left_index(self._run_ends, start + 1) : left_index(self._run_ends, end)]
 
     def count(self, start: int, end: int) -> int:
         """Tokens in ``text[start:end]``."""
@@ -134,7 +142,8 @@ def _units(text: str, count_tokens: TokenCounter, token_offsets: TokenOffsets) -
     ends.append(run_ends[previous:])
     counts.append(weights[previous:])
     total = np.concatenate(([0], np.cumsum(np.concatenate(counts)))) if counts else np.zeros(1, dtype=np.int64)
-    return np.concatenate(starts).astype(dtype), np.concatenate(ends).astype(dtype), total.astype(np.int64)
+    return (np.concatenate(starts).astype(dtype), np.concatenate(ends).astype(dtype), total.astype(np.int64),
+            run_ends.astype(dtype))
 
 
 #: Runs made into strings at a time, to be counted.
