@@ -252,9 +252,11 @@ class IndexService:
             self._write_lock.release()
 
     def remove_source(self, sid: str, wait: float = 5.0) -> list[str]:
+        """Remove a source; IndexLockedError (409) after ``wait`` seconds while this process
+        ingests, and at once while another process or replica does."""
         record = self.source(sid)
         with self.writing(wait) as index:
-            return index.remove(record.path)
+            return index.remove(record.path, wait=False)
 
 
 @contextmanager
