@@ -330,3 +330,59 @@ def test_key_checks_waiting_on_the_database_neither_block_the_loop_nor_starve_th
 def _search_status(replica: Replica, key: str) -> int:
     with replica.client(key) as client:
         return client.post("/v1/search", json={"query": "pools", "k": 1}).status_code
+
+
+def test_mcp_over_http_checks_keys_off_the_event_loop(replicas, postgres_server, tmp_path):
+    """`ragloom mcp --transport http --keys-file postgresql://...`: a key check waiting on the
+    database (its table locked) does not hold up a request that needs none (the admin key), and a
+    wrong key is a 401."""
+    pytest.importorskip("mcp")
+    from ragloom.server.keys import open_keys
+
+    _, _, index_url = replicas
+    keys = open_keys(postgres_server.url())
+    try:
+        key, _ = keys.add("mcp" + uuid.uuid4().hex[:6], scopes=["read"])
+    finally:
+        keys.close()
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    env.update(RAGLOOM_API_KEY=ADMIN, RAGLOOM_SERVER__SEARCH_THREADS="1")
+    with open(tmp_path / "mcp.log", "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ragloom", "--index", index_url, "mcp", "--transport", "http", "--port", str(port),
+             "--keys-file", postgres_server.url()], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+
+            def post(presented: str) -> int:
+                return httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=60,
+                                  headers={"Authorization": f"Bearer {presented}",
+                                           "Accept": "application/json, text/event-stream"}).status_code
+
+            def up() -> bool:
+                assert process.poll() is None, (tmp_path / "mcp.log").read_text()[-2000:]
+                try:
+                    return post("wrong-key") == 401
+                except httpx.HTTPError:
+                    return False
+
+            _wait(up)
+            answers: list[int] = []
+            with _database(postgres_server) as locker:
+                locker.execute("BEGIN")
+                locker.execute("LOCK TABLE ragloom.api_keys IN ACCESS EXCLUSIVE MODE")
+                waiting = threading.Thread(target=lambda: answers.append(post(key)))
+                waiting.start()
+                time.sleep(1)  # the key's check now waits for the table
+                with httpx.Client(timeout=15) as client:  # the admin key needs no look-up: answered meanwhile
+                    admin = client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                        headers={"Authorization": f"Bearer {ADMIN}",
+                                                 "Accept": "application/json, text/event-stream"})
+                assert admin.status_code != 401 and answers == []
+                locker.execute("COMMIT")
+            waiting.join(60)
+            assert answers and answers[0] != 401
+        finally:
+            process.terminate()
+            process.wait(30)
