@@ -142,3 +142,33 @@ def test_jobcancelled_is_a_ragloom_error():
     from ragloom.errors import RagloomError
 
     assert issubclass(JobCancelled, RagloomError)
+
+
+def test_a_new_kind_goes_through_the_same_door_as_ingests(tmp_path):
+    """What issue 43's remote sync will do: register a kind, queue it on a served index's jobs,
+    read and wait for it as for an ingest."""
+    from ragloom.config import Config
+    from ragloom.server.jobs import IngestJobs
+    from ragloom.server.service import IndexService
+    from ragloom.server.worker import KINDS, register_kind
+
+    def sync(context: JobContext) -> IngestReport:
+        context.job.files_total = 2
+        context.check()
+        context.job.files_done = 2
+        return IngestReport(added=[f"{context.work['url']}/a", f"{context.work['url']}/b"])
+
+    register_kind("test-sync", sync)
+    service = IndexService(Config.from_dict({"index": str(tmp_path / "index")}), readers=1)
+    jobs = IngestJobs(service)
+    try:
+        job = jobs.enqueue("test-sync", {"url": "s3://bucket"}, origin="sync", paths=["s3://bucket"], owner="team-a")
+        done = jobs.wait(job.id, timeout=60)
+        assert done is not None and (done.state, done.files_done, done.origin) == ("done", 2, "sync")
+        assert done.report.added == ["s3://bucket/a", "s3://bucket/b"]
+        assert jobs.report(job.id).added == done.report.added
+        assert [j.id for j in jobs.recent(5, owner="team-a")] == [job.id] and jobs.get(job.id, owner="b") is None
+    finally:
+        jobs.close()
+        service.close()
+        KINDS.pop("test-sync", None)

@@ -60,14 +60,21 @@ class IngestJobs:
         """Queue an ingest of ``paths`` (after removing the sources ``remove``); with a ``policy``,
         each file is checked against its roots again when the job opens it. ``owner``: the key's
         name (a tenant sees only its own jobs); ``metadata``: stamped on every chunk written."""
-        job = IngestJobModel(id=uuid.uuid4().hex[:12], state="queued", origin=origin,
-                             paths=list(paths), remove=list(remove), created_at=time.time())
         # Uploaded files travel with a job that another replica may run; paths are read where it runs.
         files = {path: Path(path).read_bytes() for path in paths} if origin == "upload" and self.queue.shared else {}
         work = {"paths": list(paths), "remove": list(remove), "glob": list(glob) if glob else None,
                 "metadata": metadata,
                 "policy": None if policy is None else {"roots": [str(r) for r in policy.roots], "what": policy.what}}
-        self.queue.enqueue(INGEST, job.model_dump(mode="json"), work, owner, files)
+        return self.enqueue(INGEST, work, origin=origin, paths=paths, remove=remove, owner=owner, files=files)
+
+    def enqueue(self, kind: str, work: dict[str, Any], *, origin: str, paths: Sequence[str] = (),
+                remove: Sequence[str] = (), owner: str | None = None, files: dict[str, bytes] | None = None,
+                ) -> IngestJobModel:
+        """Queue a job of any registered ``kind`` (``server/worker.py`` ``register_kind``): ``work``
+        is what its handler reads; ``paths`` and ``remove`` what its record shows."""
+        job = IngestJobModel(id=uuid.uuid4().hex[:12], state="queued", origin=origin,
+                             paths=list(paths), remove=list(remove), created_at=time.time())
+        self.queue.enqueue(kind, job.model_dump(mode="json"), work, owner, files)
         self.worker.wake()
         return job
 
