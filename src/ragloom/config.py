@@ -291,7 +291,10 @@ class PostgresStoreConfig(Section):
         "(postgresql://USER@/DB?host=/socket/dir for a unix socket); a query parameter index=NAME names the index",
     )
     index: str = Field("default", description="name of the index in the database (several live side by side)")
-    language: str = Field("english", description="PostgreSQL text search configuration the lexical side analyses with")
+    language: str = Field(
+        "ragloom", description="how BM25 reads text: ragloom (each chunk by its language's analyser, identifiers "
+        "whole, as the embedded store, Qdrant and Chroma read it) or a PostgreSQL text search configuration "
+        "(english, german, simple, ...); an index keeps what it was made with")
     pool_size: int = Field(
         8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(

@@ -209,6 +209,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
     Options: ClassVar[type[BaseModel] | None] = None
     #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
     read_only: bool = False
+    #: How the lexical side reads text, at index and at query time: ``ragloom`` (the analysers of
+    #: ``lang/analysis.py``: every language as the embedded store reads it, identifiers whole), or
+    #: another reading the store declares (``postgresql:english``); search says so when a query's
+    #: language is one such a store does not read, and the conformance suite skips the language cases.
+    lexical_analysis: str = "ragloom"
 
     @classmethod
     @abstractmethod

@@ -18,6 +18,8 @@ Needs pytest.
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -529,7 +531,64 @@ class AuditLogConformance(StoreFixtures):
         assert report.ok and report.entries == len(events) and report.head == events[-1].hash
 
 
-class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, AuditLogConformance):
+#: One passage per language (its ``lang`` as ingest detects it), each found first by a query in
+#: its own language only when the store reads that language as ``lang/analysis.py`` does: Thai by
+#: its words, Chinese by bigrams, Hindi with its suffixes cut, German stemmed, code by its
+#: identifiers whole and by its camelCase words' parts.
+LANGUAGE_PASSAGES = {
+    "th": ("แมวนอนหลับอยู่บนหลังคาบ้านทุกวันตอนบ่าย", "หลังคาบ้าน"),
+    "zh": ("北京是中国的首都，城里有很多历史悠久的古老建筑。", "历史建筑"),
+    "hi": ("भारत की राजधानी नई दिल्ली है और यहाँ हर साल बहुत सारे पर्यटक आते हैं।", "पर्यटकों"),
+    "ar": ("القاهرة هي عاصمة مصر وأكبر مدنها من حيث عدد السكان.", "عاصمة مصر"),
+    "de": ("Die alten Häuser stehen dicht am Ufer des Flusses.", "Haus am Fluss"),
+    "en": ("Rivers carry sediment from the mountains down to the sea.", "sediment carried by rivers"),
+    "code": ("def refresh(self):\n    return self.fetchUserProfile(self.session_token)", "user profile"),
+    "ident": ("def start(self):\n    self._render_buffer.clear()\n    return MAX_RETRY_COUNT", "_render_buffer"),
+}
+_PASSAGE_LANG = {"code": "en", "ident": "en"}
+
+
+class LexicalAnalysisConformance(StoreFixtures):
+    """BM25 reads every language, and identifiers, as ``lang/analysis.py`` does (the embedded
+    store's tantivy fields, Qdrant's sparse vectors, PostgreSQL's postings): a store whose lexical
+    side cannot declares it with ``lexical_analysis`` other than ``ragloom`` and skips these."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def languages(cls, store_config: Config, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[Store, dict[str, str]]]:
+        index_dir = tmp_path_factory.mktemp("languages") / "index"
+        opener = StoreOpener(index_dir, cls.config_for(store_config, index_dir))
+        store = opener.open()
+        if store.lexical_analysis != "ragloom":
+            opener.close_all()
+            pytest.skip(f"this store reads text with {store.lexical_analysis}, as it declares")
+        store.set_embedder_info(EMBEDDER)
+        ids: dict[str, str] = {}
+        for n, (name, (text, _)) in enumerate(LANGUAGE_PASSAGES.items()):
+            source = f"{name}.txt"
+            chunk = synthetic_chunks(source, [n], lambda _: text)[0]
+            chunk = dataclasses.replace(chunk, metadata={**chunk.metadata, "lang": _PASSAGE_LANG.get(name, name)})
+            store.replace_source(record_for(source, [chunk]), [chunk], np.stack([unit_vector(n)]))
+            ids[name] = chunk.id
+        store.flush()
+        yield store, ids
+        opener.close_all()
+
+    @pytest.mark.parametrize("name", list(LANGUAGE_PASSAGES))
+    def test_each_language_is_read_as_the_analysis_reads_it(self, languages: tuple, name: str) -> None:
+        store, ids = languages
+        hits = store.search_lexical(LANGUAGE_PASSAGES[name][1], 3)
+        assert hits and hits[0].chunk_id == ids[name], [h.chunk_id for h in hits]
+
+    def test_a_query_in_two_languages_finds_both(self, languages: tuple) -> None:
+        store, ids = languages
+        query = f"{LANGUAGE_PASSAGES['th'][1]} {LANGUAGE_PASSAGES['zh'][1]}"
+        assert {h.chunk_id for h in store.search_lexical(query, 2)} == {ids["th"], ids["zh"]}
+
+
+class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, AuditLogConformance,
+                       LexicalAnalysisConformance):
     """The behaviour every store shares: the three parts of the Store interface, one suite.
 
     Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests

@@ -1,10 +1,15 @@
 """The chunk rows of an index: written with their vectors and postings, read back as ``Chunk``.
 
-Postings are PostgreSQL's own analysis of each chunk (``to_tsvector`` in the index's text
-search configuration): one row per (chunk, lexeme) with the term's frequency; a chunk's
-length is the sum of its frequencies. The index's document count and total length are
-kept in ``meta`` and changed in the same transaction as the chunks, so BM25 statistics are
-always those of the committed chunks.
+Postings are one row per (chunk, term) with the term's frequency. An index reads its chunks as
+the embedded store does (``store.postgres.language: ragloom``, the default): each chunk by its
+language's analyser (``lang/analysis.py``), its terms kept as ``family:term`` keys, its
+identifiers whole and its camelCase words' parts beside them (``sparse_bm25.SparseBM25``), so
+Thai, Chinese, Hindi or code are read here as they are everywhere. An index made with a
+PostgreSQL text search configuration instead (``english``, ``german``, ... and every index
+made before ragloom's analysis came here) keeps PostgreSQL's own analysis (``to_tsvector``).
+A chunk's length is the sum of its terms' frequencies (identifiers whole not counted). The
+index's document count and total length are kept in ``meta`` and changed in the same
+transaction as the chunks, so BM25 statistics are always those of the committed chunks.
 
 Most of a write's time is the postings' two indexes, each posting inserted into both (about
 10 us a posting on this machine, against 2 us for the row itself): a write at least as large
@@ -19,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ...types import Chunk
+from ..sparse_bm25 import B, K1
 from .schema import POSTINGS_INDEXES
-from .search import B, K1
 
 COLUMNS = 'id, source, doc_id, chunk_index, start, "end", policy, content_hash, token_count, text, metadata'
 
@@ -49,9 +54,8 @@ def remove(connection: Any, source: str) -> int:
 #: their key, a tsvector's lexemes in byte order (the "C" collation's), and the hash join keeps the
 #: order of its probe side (SciFact's one source: the sort was 0.3 s of 2.6).
 _POSTINGS = """
-WITH t AS (SELECT c.rid, t.lexeme, coalesce(array_length(t.positions, 1), 1) AS tf
-           FROM chunks c, unnest(to_tsvector(%(language)s::regconfig, c.text)) t WHERE c.rid = ANY(%(rids)s)),
-l AS (SELECT rid, sum(tf)::int AS len FROM t GROUP BY rid),
+WITH t AS ({terms}),
+l AS ({lengths}),
 a AS (SELECT greatest((m.total + (SELECT coalesce(sum(len), 0) FROM l)) / (m.n + %(count)s), 1e-9) AS avg
       FROM (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                    (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total) m),
@@ -63,6 +67,15 @@ d AS (INSERT INTO terms(lexeme, df) SELECT lexeme, count(*) FROM t GROUP BY lexe
 SELECT coalesce(sum(len), 0) FROM l
 """
 
+
+#: The postings' source: PostgreSQL's analysis of each chunk, or the terms ragloom read (``_TERMS``).
+_TSVECTOR_TERMS = ("SELECT c.rid, t.lexeme, coalesce(array_length(t.positions, 1), 1) AS tf FROM chunks c,"
+                   " unnest(to_tsvector(%(language)s::regconfig, c.text)) t WHERE c.rid = ANY(%(rids)s)")
+_TSVECTOR_LENGTHS = "SELECT rid, sum(tf)::int AS len FROM t GROUP BY rid"
+_TERMS = "SELECT rid, lexeme, tf FROM pg_temp.ragloom_terms"
+_LENGTHS = "SELECT rid, len FROM pg_temp.ragloom_lengths"
+#: The ``language`` of an index that reads its chunks with ragloom's analysers.
+RAGLOOM_ANALYSIS = "ragloom"
 
 #: A write of at least this many chunks, and at least as many as the index holds, drops the postings'
 #: indexes and builds them again once its rows are in: inserting SciFact's 562,345 postings into both
@@ -99,11 +112,57 @@ def write(connection: Any, source: str, chunks: Sequence[Chunk], vectors: np.nda
     for _, drop in POSTINGS_INDEXES if bulk else ():
         connection.execute(drop)
     connection.execute(f"SET LOCAL work_mem = '{WORK_MEM_MB}MB'")
-    row = connection.execute(_POSTINGS, {"language": language, "rids": rids, "count": len(rids),
+    statement = _POSTINGS.format(terms=_TSVECTOR_TERMS, lengths=_TSVECTOR_LENGTHS)
+    if language == RAGLOOM_ANALYSIS:
+        _copy_terms(connection, rids, chunks)
+        statement = _POSTINGS.format(terms=_TERMS, lengths=_LENGTHS)
+    row = connection.execute(statement, {"language": language, "rids": rids, "count": len(rids),
                                          "k1": K1, "b": B}).fetchone()
     for create, _ in POSTINGS_INDEXES if bulk else ():
         connection.execute(create)
     _add_statistics(connection, len(chunks), int(row[0]))
+
+
+def _copy_terms(connection: Any, rids: Sequence[int], chunks: Sequence[Chunk]) -> None:
+    """Each chunk's terms as ragloom reads them, and its length, into two temporary tables that the
+    postings statement reads (gone at the end of the transaction). Rows go in (rid, term) order,
+    the order the postings' key is inserted fastest in; the families met are added to ``meta``."""
+    from ..sparse_bm25 import SparseBM25
+
+    reader = SparseBM25()
+    connection.execute("CREATE TEMPORARY TABLE IF NOT EXISTS ragloom_terms (rid bigint, lexeme text, tf int)"
+                       " ON COMMIT DROP")
+    connection.execute("CREATE TEMPORARY TABLE IF NOT EXISTS ragloom_lengths (rid bigint, len int) ON COMMIT DROP")
+    connection.execute("TRUNCATE pg_temp.ragloom_terms, pg_temp.ragloom_lengths")
+    cursor = connection.cursor()
+    lengths = []
+    with cursor.copy("COPY pg_temp.ragloom_terms (rid, lexeme, tf) FROM STDIN") as copy:
+        for rid, chunk in zip(rids, chunks):
+            counts = reader.chunk_terms(chunk)
+            for key in sorted(counts, key=lambda term: term.encode("utf-8")):
+                copy.write_row((rid, key, counts[key]))
+            lengths.append((rid, reader.chunk_length(counts)))
+    with cursor.copy("COPY pg_temp.ragloom_lengths (rid, len) FROM STDIN") as copy:
+        for pair in lengths:
+            copy.write_row(pair)
+    add_families(connection, reader.families(chunks))
+
+
+def families(connection: Any) -> list[str]:
+    """The language families the index's chunks are read by (a query is read by each of them)."""
+    row = connection.execute("SELECT value FROM meta WHERE key = 'lexical_families'").fetchone()
+    return sorted(row[0]) if row else []
+
+
+def add_families(connection: Any, found: set[str]) -> None:
+    new = found - set(families(connection))
+    if new:
+        from psycopg.types.json import Jsonb
+
+        connection.execute(
+            "INSERT INTO meta(key, value) VALUES ('lexical_families', %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (Jsonb(sorted(set(families(connection)) | new)),))
 
 
 def _add_statistics(connection: Any, documents: int, length: int) -> None:
