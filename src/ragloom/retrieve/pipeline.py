@@ -27,7 +27,9 @@ from ..filters import Condition, matches
 from ..tracing import set_attributes, span
 from ..types import Hit
 from .base import QueryPlan, Retrieved, Retriever, SearchContext, SearchResult, Stage, StageTrace
-from .identifiers import IDENTIFIER_FETCH, lift_identifiers, with_identifiers
+from .identifiers import lift_identifiers, with_identifiers
+from .pasted import holds, lift_pasted, words_of
+from .symbols import lift_symbols, with_symbols
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -108,13 +110,7 @@ class Pipeline:
                 if fallback is None or isinstance(exc, ModelMismatchError):
                     raise
                 return _fall_back(plan, context, fallback, trace, started, f"{self.retriever.name} failed: {exc}")
-            if plan.hint("identifiers") and getattr(self.retriever, "lifts_identifiers", True):
-                retrieved = with_identifiers(retrieved, plan, context)
-                hits = lift_identifiers(materialise(retrieved, depth + IDENTIFIER_FETCH, context, plan.conditions),
-                                        plan, depth)
-            else:
-                hits = materialise(retrieved, depth, context, plan.conditions)
-            hits = apply_phrases(hits, plan)
+            hits = self._first_ranking(retrieved, plan, context, depth)
             set_attributes(current, **{"ragloom.n_in": len(retrieved.candidates), "ragloom.n_out": len(hits)})
         trace.append(_step(self.retriever.name, began, len(retrieved.candidates), hits))
         for stage in self.stages:
@@ -135,6 +131,29 @@ class Pipeline:
                 return rescued
         hits = renumber(hits[: plan.k])
         return SearchResult(hits, plan, trace, (time.perf_counter() - started) * 1000)
+
+
+    def _first_ranking(self, retrieved: Retrieved, plan: QueryPlan, context: SearchContext, depth: int) -> list[Hit]:
+        """The retriever's best ``depth`` hits after what the query's text asks for: the definitions
+        of a symbol it names first, then the passages holding it as written (a pasted message),
+        then those holding its quoted phrases, then its identifiers. These checks read every
+        candidate the retriever found (from both sides of hybrid), before the cut to ``depth``."""
+        lifts = getattr(self.retriever, "lifts_identifiers", True)
+        symbols = bool(plan.hint("symbols")) and lifts
+        identifiers = bool(plan.hint("identifiers")) and lifts
+        if symbols:
+            retrieved = with_symbols(retrieved, plan, context)
+        if identifiers:
+            retrieved = with_identifiers(retrieved, plan, context)
+        if not (symbols or identifiers or plan.hint("pasted") or plan.phrases or plan.required_phrases):
+            return materialise(retrieved, depth, context, plan.conditions)
+        hits = materialise(retrieved, len(retrieved.candidates), context, plan.conditions)
+        if identifiers:
+            hits = lift_identifiers(hits, plan, len(hits))
+        hits = lift_pasted(apply_phrases(hits, plan), plan)
+        if symbols:
+            hits = lift_symbols(hits, plan)
+        return hits[:depth]
 
 
 #: Candidates fetched per hit returned when the query quotes phrases (most candidates lack them).
@@ -177,8 +196,15 @@ def keep_phrases(hits: list[Hit], phrases: Sequence[str]) -> list[Hit]:
     """The hits whose text contains every phrase (case and spacing ignored)."""
     if not phrases:
         return hits
-    wanted = [" ".join(p.split()).casefold() for p in phrases]
-    return [h for h in hits if all(p in " ".join(h.text.split()).casefold() for p in wanted)]
+    wanted = [(" ".join(p.split()).casefold(), " ".join(words_of(p))) for p in phrases]
+    return [h for h in hits if all(_holds_phrase(h.text, *p) for p in wanted)]
+
+
+def _holds_phrase(text: str, phrase: str, words: str) -> bool:
+    """Whether ``text`` holds ``phrase`` as written (case and spacing ignored), or its words in
+    order with only punctuation and quotes between them (a message split over two string
+    literals, ``'link'`` quoted differently)."""
+    return phrase in " ".join(text.split()).casefold() or bool(words) and holds(text, words)
 
 
 def _fall_back(
