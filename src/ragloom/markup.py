@@ -34,9 +34,25 @@ _EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\*)|(?<![\w_])_(?
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~", re.DOTALL)
 
 
+#: A fenced code block: its lines are code, kept as written (only the fence lines go).
+_FENCED = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<code>.*?)(?:^ {0,3}(?P=fence)[`~]*[ \t]*$|\Z)",
+                     re.MULTILINE | re.DOTALL)
+
+
 def plain_text(text: str) -> str:
     """``text`` (Markdown, maybe with HTML in it) as plain text: no heading marks, emphasis
-    marks, backticks, fences, HTML tags or link targets; citations like ``[2]`` stay."""
+    marks, backticks, fences, HTML tags or link targets; citations like ``[2]`` stay. Fenced
+    code is kept as written, line by line: ``**kwargs`` is not emphasis there."""
+    pieces: list[str] = []
+    at = 0
+    for block in _FENCED.finditer(text):
+        pieces += [_plain_prose(text[at:block.start()]), block.group("code").rstrip("\n")]
+        at = block.end()
+    pieces.append(_plain_prose(text[at:]))
+    return "\n".join(piece for piece in pieces if piece.strip()).strip("\n")
+
+
+def _plain_prose(text: str) -> str:
     text = _FENCE.sub("", text)
     text = _HEADING.sub(lambda m: heading_title(m.group(1)), text)
     text = _BARE_HEADING.sub("", text)

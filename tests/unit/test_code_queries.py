@@ -115,7 +115,10 @@ def test_only_a_wholly_quoted_query_is_a_phrase_search_and_inner_quotes_are_text
     inner = understand("URL expected after 'link'", UnderstandConfig())
     assert inner.hints["pasted"] == "url expected after link"
     whole = understand('"URL expected after"', UnderstandConfig())
-    assert whole.phrases == ["URL expected after"] and "pasted" not in whole.hints
+    assert whole.phrases == ["URL expected after"]
+    assert understand("'URL expected after'", UnderstandConfig()).phrases == ["URL expected after"]
+    inside = understand("""StyleSyntaxError: "URL expected after 'link'" at col 4""", UnderstandConfig())
+    assert inside.phrases == ["URL expected after 'link'"]  # double quotes inside: a preference; single: text
     assert understand("class Style", UnderstandConfig()).hints["symbols"] == ["Style"]
     off = UnderstandConfig(symbols=False, pasted=False)
     assert "symbols" not in understand("class Style", off).hints

@@ -58,8 +58,9 @@ def query_symbols(text: str) -> list[str]:
 
 
 def _keys(names: list[str]) -> tuple[set[str], set[str], set[str]]:
-    """The exact and loose keys of the names, and those of their parents (``Table._render`` for
-    ``Table._render.align_cell``: a function nested in another is inside its parent's chunks)."""
+    """The exact and loose keys of the names, and those of the definitions enclosing them
+    (``Table._render`` for ``Table._render.align_cell``: a function nested in another is inside
+    its parent's chunks)."""
     exact: set[str] = set()
     loose_keys: set[str] = set()
     parents: set[str] = set()
@@ -68,8 +69,8 @@ def _keys(names: list[str]) -> tuple[set[str], set[str], set[str]]:
         exact.update(e)
         loose_keys.update(lo)
         parts = split_symbol(name)
-        if len(parts) > 1:
-            pe, plo = query_keys(".".join(parts[:-1]))
+        for end in range(len(parts) - 1, 0, -1):  # every enclosing definition: a class nested in a function too
+            pe, plo = query_keys(".".join(parts[:end]))
             parents.update(pe + plo)
     return exact, loose_keys, parents
 
@@ -151,7 +152,9 @@ def _best_of_each(hits: list[Hit], ranks: dict[int, tuple[Any, ...]]) -> set[int
         hit = hits[i]
         key = (hit.source, str(hit.metadata.get("symbol", "")))
         start, end = hit.start_line or 0, hit.end_line or 0
-        order = (int(hit.metadata.get("part") or 1) > 1, start - end, start)
+        # A class cut in pieces starts with its header; of a function's several definitions the longest.
+        longest = start - end if hit.metadata.get("kind") in ("function", "method") else 0
+        order = (int(hit.metadata.get("part") or 1) > 1, longest, start)
         if key not in best or order < best[key][0]:
             best[key] = (order, i)
     return {i for _, i in best.values()}

@@ -38,6 +38,11 @@ _PHRASE = re.compile(
 )
 #: The same without double quotes, for a query whose double quotes do not pair up.
 _PHRASE_UNPAIRED = re.compile(_PHRASE.pattern.replace('"(?P<double>[^"]+)"|', ""))
+#: Single quotes inside a longer query are text: an error message quotes its values that way
+#: (``URL expected after 'link'``); only a query wholly in single quotes is a phrase.
+_SINGLE = r"|(?<![\w'])'(?P<single>[^']*?\w[^']*?)'(?![\w']))"
+_PHRASE_DOUBLE = re.compile(_PHRASE.pattern.replace(_SINGLE, ")"))
+_PHRASE_NONE = re.compile(_PHRASE_UNPAIRED.pattern.replace(_SINGLE, ")"))
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -82,7 +87,8 @@ def understand(
     if settings.symbols and (names := query_symbols(text)):
         result.hints["symbols"] = names
         result.notes.append(f"symbol {', '.join(names)} -> its definition ranks first")
-    if settings.pasted and not _wholly_quoted(query) and (pasted := pasted_text(text)):
+    # A wholly quoted query is a phrase search; its phrase is also what raises it first (``lift_pasted``).
+    if settings.pasted and (pasted := pasted_text(text)):
         result.hints["pasted"] = pasted
         result.notes.append("the text as written -> the passages holding it rank first")
     language = detect_language(text)[0]
@@ -188,7 +194,10 @@ def _valid_date(value: str) -> bool:
 
 
 def _phrases(text: str, out: Understood) -> str:
-    pattern = _PHRASE_UNPAIRED if text.count('"') % 2 else _PHRASE  # an unbalanced " is just a character
+    if _wholly_quoted(text):
+        pattern = _PHRASE
+    else:  # an unbalanced " is just a character; single quotes inside a longer query are text
+        pattern = _PHRASE_NONE if text.count('"') % 2 else _PHRASE_DOUBLE
 
     def take(match: re.Match[str]) -> str:
         raw = match.group("double") or match.group("curly") or match.group("single") or ""

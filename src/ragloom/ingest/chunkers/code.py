@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from ...config import CODE_LANGUAGES
 from ...symbols import SYMBOLS_FIELD, module_parts, split_symbol, symbol_keys
-from ...types import Document
+from ...types import Chunk, Document
 from ._split import split_recursive
 from ._sql import statements
 from ._syntax import CONTAINERS, MAX_ERROR_SHARE, Definition, body_of, definitions_in, error_share, parser_for, receiver_of
@@ -42,6 +43,11 @@ class CodeChunker(Chunker):
     name = "code"
     #: 2: every chunk carries its symbol's lookup keys (``symbols``).
     version = "2"
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        """The chunks, each one's section its qualified symbol as written (``ProgressBar.__repr__``)."""
+        return [replace(c, metadata={**c.metadata, "section": c.metadata.get("symbol") or c.metadata["section"]})
+                for c in super().chunk(document)]
 
     def split(self, document: Document) -> list[Span]:
         module = module_parts(document.doc_id)
