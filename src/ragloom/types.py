@@ -145,6 +145,17 @@ class Hit:
         """Whether the passage is source code (a code file's chunk): shown verbatim, never as Markdown."""
         return bool(self.metadata.get("language")) and "symbol" in self.metadata
 
+    def numbered_lines(self) -> list[tuple[int | None, str]]:
+        """The passage's lines, each with its number in the file; lines put before the passage's own
+        (a method's class header, a later piece's signature) have None. All None without lines."""
+        lines = self.text.rstrip().split("\n")
+        first, last = self.start_line, self.end_line
+        numbered: list[tuple[int | None, str]] = []
+        for back, line in enumerate(reversed(lines)):
+            number = last - back if last is not None and first is not None and last - back >= first else None
+            numbered.append((number, line))
+        return numbered[::-1]
+
     @property
     def start_line(self) -> int | None:
         """The first line of the passage in its file (1-based; text, Markdown and code files), or None."""

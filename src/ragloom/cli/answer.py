@@ -162,16 +162,24 @@ def print_sources(answer: Answer, shown: Callable[[str], str] = distinguishable,
         console.print()
         console.print(Text("Sources", style="bold"))
     for citation in answer.citations:
-        where = [w for w in (inline_plain(citation.section).replace(" > ", " › "),
-                             f"p. {citation.page}" if citation.page is not None else "") if w]
+        code = citation.hit is not None and citation.hit.is_code
+        section = citation.section if code else inline_plain(citation.section).replace(" > ", " › ")
+        where = [w for w in (section, f"p. {citation.page}" if citation.page is not None else "") if w]
         line = Text(f"[{citation.number}] ", style="bold")
-        line.append(shown(citation.source))
+        line.append(shown(citation.source) + lines_of(citation.start_line, citation.end_line))
         if where:
             line.append(" — " + ", ".join(where), style="cyan")
         console.print(line)
-        text = citation.text if raw else plain_text(citation.text)
+        text = citation.text if raw or code else plain_text(citation.text)
         for wrapped in indented(Text(snippet(text, limit=240), style="dim"), console.width):
             console.print(wrapped, soft_wrap=True)
+
+
+def lines_of(start: int | None, end: int | None) -> str:
+    """``:12-30`` (or ``:12``) after a path, as editors and terminals open it; "" without lines."""
+    if start is None:
+        return ""
+    return f":{start}" if end is None or end == start else f":{start}-{end}"
 
 
 def _note(text: str) -> None:

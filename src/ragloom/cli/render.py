@@ -68,18 +68,6 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
 CODE_LINES = 10
 
 
-def numbered_lines(hit: Hit) -> list[tuple[int | None, str]]:
-    """A code hit's lines with their numbers in the file; the lines put before it (its class's
-    header line, its function's signature above a later piece) have none."""
-    lines = hit.text.rstrip().split("\n")
-    first, last = hit.start_line, hit.end_line
-    numbered: list[tuple[int | None, str]] = []
-    for back, line in enumerate(reversed(lines)):
-        number = last - back if last is not None and first is not None and last - back >= first else None
-        numbered.append((number, line))
-    return numbered[::-1]
-
-
 def code_window(rows: list[tuple[int | None, str]], matcher: Callable[[str], list[tuple[int, int]]],
                 size: int = CODE_LINES) -> tuple[int, int]:
     """The rows to show: ``size`` of them around the line that matches the query best (the first
@@ -95,7 +83,7 @@ def code_block(hit: Hit, matcher: Callable[[str], list[tuple[int, int]]], width:
                full: bool = False) -> list[Text]:
     """A code hit as its lines, verbatim, each after its number in the file, centred on the lines
     that matched (all of them with ``full``); lines too long for the terminal end in "…"."""
-    rows = numbered_lines(hit)
+    rows = hit.numbered_lines()
     start, end = (0, len(rows)) if full else code_window(rows, matcher)
     digits = len(str(max((n for n, _ in rows if n is not None), default=0)))
     out = []

@@ -34,6 +34,9 @@ from .base import Chunker, Span
 
 #: The longest signature or class header repeated before a piece of its body.
 MAX_HEADER_CHARS = 400
+#: A definition kept whole is also looked up by the names it defines inside, at most this many.
+MAX_MEMBERS = 40
+_MEMBERS = "_members"
 _WORD = re.compile(r"\w")
 #: How comment lines start in the languages read (a class's doc comment is not its header).
 _COMMENTS = ("#", "//", "/*", "*", "--", "'''", '"""')
@@ -99,8 +102,12 @@ def _with_keys(span: Span, module: list[str]) -> Span:
     code (imports, constants) is looked up by the module's path."""
     own = () if span.metadata.get("kind") in ("module", "lines") else span.section_path
     path = [part for name in own for part in split_symbol(name)]
-    return Span(span.start, span.end, span.section_path,
-                {**span.metadata, SYMBOLS_FIELD: symbol_keys(module, path)}, span.prefix)
+    metadata = dict(span.metadata)
+    keys = symbol_keys(module, path)
+    for member in metadata.pop(_MEMBERS, None) or ():
+        keys += symbol_keys(module, [*path, *split_symbol(member)])
+    metadata[SYMBOLS_FIELD] = list(dict.fromkeys(keys))
+    return Span(span.start, span.end, span.section_path, metadata, span.prefix)
 
 
 class _CharOffsets:
@@ -160,7 +167,10 @@ class _Cutter:
             if inner:
                 return self.container(found.start, found.end, inner, path, prefix, ".".join(path))
         if self._tokens(start, end, prefix) <= self.size:
-            return [self._span(start, end, path, kind, prefix)]
+            whole = self._span(start, end, path, kind, prefix)
+            # What it defines inside (a small class's methods, a function's nested ones) is found in it.
+            whole.metadata[_MEMBERS] = [d.name for d in definitions_in(core, self.language) if d.name][:MAX_MEMBERS]
+            return [whole]
         if found.is_type:
             inner = list(definitions_in(core, self.language))
             if inner:
