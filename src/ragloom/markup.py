@@ -53,6 +53,7 @@ def plain_text(text: str) -> str:
 
 
 def _plain_prose(text: str) -> str:
+    tables = bool(_TABLE_RULE.search(text))  # a | is a cell's edge only in a table (`URL | str` is code)
     text = _FENCE.sub("", text)
     text = _HEADING.sub(lambda m: heading_title(m.group(1)), text)
     text = _BARE_HEADING.sub("", text)
@@ -60,20 +61,36 @@ def _plain_prose(text: str) -> str:
     text = _SETEXT.sub("", text)
     text = _RULE.sub("", text)
     text = _QUOTE.sub("", text)
-    text = _TABLE_EDGE.sub(lambda m: m.group(1) or "", text)
-    text = _TABLE_CELL.sub("  ", text)
+    if tables:
+        text = "\n".join(_row_plain(line) for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", inline_plain(text)).strip("\n")
+
+
+def _row_plain(line: str) -> str:
+    """A table row's cells two spaces apart; a line that is no row (one ``|``, as in code) as it is."""
+    if not (line.lstrip().startswith("|") or line.count("|") >= 2):
+        return line
+    return _TABLE_CELL.sub("  ", _TABLE_EDGE.sub(lambda m: m.group(1) or "", line))
 
 
 def inline_plain(text: str) -> str:
     """The inline markup of ``text`` removed: code spans, emphasis, links, images, tags, and the
-    attribute lists MkDocs and kramdown put after a link (``{.internal-link target=_blank}``)."""
+    attribute lists MkDocs and kramdown put after a link (``{.internal-link target=_blank}``). A
+    code span's content is kept as written (`` `__init__` `` stays ``__init__``, not "init")."""
     text = _INLINE_ATTRIBUTES.sub("", text)
     text = _AUTOLINK.sub(r"\1", text)
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
+    pieces: list[str] = []
+    at = 0
+    for span in _CODE.finditer(text):
+        pieces += [_inline_prose(text[at:span.start()]), span.group(2).strip(" ") or span.group(2)]
+        at = span.end()
+    return "".join(pieces + [_inline_prose(text[at:])])
+
+
+def _inline_prose(text: str) -> str:
     text = _TAG.sub("", text)
-    text = _CODE.sub(lambda m: m.group(2).strip(" ") or m.group(2), text)
     text = _STRONG.sub(r"\2", text)
     text = _STRIKE.sub(r"\1", text)
     text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)

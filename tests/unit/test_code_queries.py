@@ -150,3 +150,35 @@ def test_sql_statements_are_found_in_any_dialect():
             "CREATE OR REPLACE VIEW \"Active Users\" AS SELECT ';' AS x;\n")
     found = [(s.kind, s.name) for s in statements(text)]
     assert found == [("table", "public.users"), ("", ""), ("function", "f"), ("view", "Active Users")]
+
+
+def test_markdown_code_spans_and_fences_are_kept_as_written_in_plain_text():
+    from ragloom.markup import plain_text
+
+    text = ("Use `__init__` with `**kwargs`; a `URL | str` is **bold**.\n\n"
+            "```python\ndef f(**kwargs) -> URL | str:\n    return __name__\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n")
+    shown = plain_text(text)
+    assert "Use __init__ with **kwargs; a URL | str is bold." in shown
+    assert "def f(**kwargs) -> URL | str:\n    return __name__" in shown
+    assert "1  2" in shown  # a table's cells still two spaces apart
+
+
+def test_a_code_hit_prints_as_numbered_lines_centred_on_the_match():
+    import re
+
+    from ragloom.cli.render import hit_block
+
+    body = "\n".join(f"    line_{n} = {n}" for n in range(1, 31))
+    text = "class Config:\n" + body.replace("line_20 = 20", 'raise ValueError("no such key")')
+    hit = Hit("c", text, 1.0, 1, "/repo/config.py", {"symbol": "Config.load", "kind": "method", "language": "python",
+                                                    "start_line": 101, "end_line": 130, "section": "Config > load"})
+
+    def matcher(line: str) -> list[tuple[int, int]]:
+        return [m.span() for m in re.finditer(r"no|such|key", line)]
+
+    lines = [t.plain for t in hit_block(hit, "config.py", matcher, 100)]
+    assert lines[0].endswith("config.py:101 · Config.load")
+    assert '    120 │     raise ValueError("no such key")' in lines
+    assert lines[1].strip() == "⋮" and "    101 │     line_1 = 1" not in lines  # centred, not from the top
+    full = [t.plain for t in hit_block(hit, "config.py", matcher, 100, full=True)]
+    assert full[1] == "        │ class Config:" and full[2] == "    101 │     line_1 = 1"
