@@ -162,6 +162,7 @@ def test_a_pasted_message_with_quotes_finds_the_raise_at_any_k(shop, k):
     index, _ = shop
     top = first_line(index, "URL expected after 'link'", k=k)
     assert defines(top, "style.py", "raise errors.StyleSyntaxError(\"URL expected after 'link'\")")
+    assert top.scores["exact"] == 1.0 and top.weak is False  # it holds the text: never "weak", whatever its cosine
 
 
 @pytest.mark.parametrize("k", [1, 3, 10])

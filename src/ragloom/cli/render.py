@@ -74,7 +74,8 @@ def code_window(rows: list[tuple[int | None, str]], matcher: Callable[[str], lis
     of the passage's own lines when none does)."""
     own = [i for i, (number, _) in enumerate(rows) if number is not None] or list(range(len(rows)))
     counts = [len(matcher(line)) for _, line in rows]
-    best = max(own, key=lambda i: (counts[i], -i)) if any(counts[i] for i in own) else own[0]
+    # A definition's first line, when it matches, is what to show (``def print(`` for ``Console.print``).
+    best = own[0] if counts[own[0]] or not any(counts[i] for i in own) else max(own, key=lambda i: (counts[i], -i))
     start = max(min(best - size // 3, len(rows) - size), 0)
     return start, min(start + size, len(rows))
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..types import Hit
-from .base import QueryPlan
+from .base import EXACT_MATCH, QueryPlan
 
 #: A query of fewer words than this is not a pasted text (``Style.parse``, ``stem cells``).
 MIN_WORDS = 4
@@ -116,4 +116,5 @@ def lift_pasted(hits: list[Hit], plan: QueryPlan) -> list[Hit]:
     rest = [hit for hit in hits if hit.chunk_id not in chosen]
     top = max(hit.score for hit in hits)
     n = len(first)
-    return [replace(hit, score=top + 1.0 + 1e-6 * (n - i)) for i, hit in enumerate(first)] + rest
+    return [replace(hit, score=top + 1.0 + 1e-6 * (n - i), scores={**hit.scores, EXACT_MATCH: 1.0})
+            for i, hit in enumerate(first)] + rest

@@ -18,7 +18,7 @@ from typing import Any
 from ..filters import Condition
 from ..symbols import SYMBOLS_FIELD, loose, query_keys, split_symbol
 from ..types import Hit
-from .base import QueryPlan, Retrieved, SearchContext
+from .base import EXACT_MATCH, QueryPlan, Retrieved, SearchContext
 
 #: Definitions fetched for a name (a bare ``parse`` may be defined in many classes).
 SYMBOL_FETCH = 20
@@ -161,7 +161,9 @@ def _best_of_each(hits: list[Hit], ranks: dict[int, tuple[Any, ...]]) -> set[int
 
 
 def _raised(first: list[Hit], rest: list[Hit]) -> list[Hit]:
+    """``first`` above ``rest``, in order, each marked as matched by name (``scores["symbol"]``)."""
     top = max((h.score for h in first + rest), default=0.0)
     n = len(first)
-    return [replace(hit, score=top + 1.0 + 1e-6 * (n - i)) for i, hit in enumerate(first)] + rest
+    return [replace(hit, score=top + 1.0 + 1e-6 * (n - i), scores={**hit.scores, EXACT_MATCH: 1.0})
+            for i, hit in enumerate(first)] + rest
 
