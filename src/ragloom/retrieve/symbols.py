@@ -22,6 +22,9 @@ from .base import EXACT_MATCH, QueryPlan, Retrieved, SearchContext
 
 #: Definitions fetched for a name (a bare ``parse`` may be defined in many classes).
 SYMBOL_FETCH = 20
+#: The signal (``Retrieved.components``, ``Hit.scores``) of the definitions a name lookup found:
+#: their cosine to the query, which orders several definitions of one name.
+SYMBOL_SIGNAL = "symbol"
 _NAME = r"[A-Za-z_$][\w$]*(?:(?:\.|::|->|#)[A-Za-z_$~][\w$]*)*"
 _WORDS = ("def", "class", "fn", "func", "function", "interface", "struct", "enum", "trait", "impl", "type",
           "module", "object", "record", "namespace", "protocol", "extension", "sub", "proc", "procedure", "macro",
@@ -84,12 +87,13 @@ def with_symbols(retrieved: Retrieved, plan: QueryPlan, context: SearchContext) 
     exact, loose_keys, parents = _keys(names)
     wanted = Condition(SYMBOLS_FIELD, "$in", tuple(sorted(exact | loose_keys | parents)))
     found = context.store.search_dense(context.query_vector(plan.text), SYMBOL_FETCH, (*plan.conditions, wanted))
-    known = {c.chunk_id for c in retrieved.candidates}
-    extra = [c for c in found if c.chunk_id not in known]
-    if not extra:
+    if not found:
         return retrieved
+    known = {c.chunk_id for c in retrieved.candidates}
     bottom = min((c.score for c in retrieved.candidates), default=0.0)
-    return replace(retrieved, candidates=[*retrieved.candidates, *(replace(c, score=bottom) for c in extra)])
+    extra = [replace(c, score=bottom) for c in found if c.chunk_id not in known]
+    components = {**retrieved.components, SYMBOL_SIGNAL: {c.chunk_id: c.score for c in found}}
+    return replace(retrieved, candidates=[*retrieved.candidates, *extra], components=components)
 
 
 def lift_symbols(hits: list[Hit], plan: QueryPlan) -> list[Hit]:
