@@ -236,3 +236,12 @@ def test_cli_shows_code_verbatim_with_line_numbers_and_citations_with_lines(shop
     assert citations and all(c["start_line"] and c["end_line"] for c in citations)
     listed = ragloom("ask", "What does Style.parse raise after link?", "--strategy", "extractive")
     assert "shop/style.py:" in listed.stdout.split("Sources", 1)[1]
+
+
+def test_a_name_under_a_package_ingested_as_its_own_folder_is_found_by_its_full_dotted_name(tmp_path, embedder):
+    # The folder given is the package itself: "shop" is in no path, yet shop.style.Style.parse names it.
+    folder = project(tmp_path / "repo") / "shop"
+    with Index.open(tmp_path / "index", Config(), embedder=embedder) as index:
+        index.ingest(folder)
+        top = first_line(index, "shop.style.Style.parse")
+    assert defines(top, "style.py", "def parse(cls, style_definition):")

@@ -4,15 +4,16 @@
 ``fn main``, ``func (s *Server) Start``: query understanding reads the name
 (``query_symbols``); the pipeline looks it up among the chunks' symbol keys
 (``ragloom.symbols``, a list-valued metadata field that every store filters on), exact first,
-then case- and separator-insensitive, and puts the definitions found before every other hit
-(``lift_symbols``). When neither finds one, the candidates whose symbol starts with the name
-come first. Only chunks of source code carry symbol keys, so the rule cannot fire on prose.
+then case- and separator-insensitive, then inside the definition that encloses it, then by a
+shorter tail of the name (``style.Style`` for ``rich.style.Style`` when ``rich/`` itself was
+ingested), and puts the definitions found before every other hit (``lift_symbols``). When none
+is found, the candidates whose symbol starts with the name come first. Only chunks of source code carry symbol keys, so the rule cannot fire on prose.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..filters import Condition
@@ -60,13 +61,28 @@ def query_symbols(text: str) -> list[str]:
     return []
 
 
-def _keys(names: list[str]) -> tuple[set[str], set[str], set[str]]:
-    """The exact and loose keys of the names, and those of the definitions enclosing them
-    (``Table._render`` for ``Table._render.align_cell``: a function nested in another is inside
-    its parent's chunks)."""
+@dataclass(frozen=True)
+class _Keys:
+    """The keys a query's names are looked up by, strongest first."""
+
+    exact: frozenset[str]
+    loose: frozenset[str]
+    #: The definitions enclosing a name (``Table._render`` for ``Table._render.align_cell``: a
+    #: function nested in another is inside its parent's chunks).
+    parents: frozenset[str]
+    #: A name's shorter tails (``style.Style`` for ``rich.style.Style``): the folder ingested may
+    #: be the package itself, whose own name is then in no path.
+    tails: frozenset[str]
+
+    def strong(self) -> tuple[str, ...]:
+        return tuple(sorted(self.exact | self.loose | self.parents))
+
+
+def _keys(names: list[str]) -> _Keys:
     exact: set[str] = set()
     loose_keys: set[str] = set()
     parents: set[str] = set()
+    tails: set[str] = set()
     for name in names:
         e, lo = query_keys(name)
         exact.update(e)
@@ -75,7 +91,10 @@ def _keys(names: list[str]) -> tuple[set[str], set[str], set[str]]:
         for end in range(len(parts) - 1, 0, -1):  # every enclosing definition: a class nested in a function too
             pe, plo = query_keys(".".join(parts[:end]))
             parents.update(pe + plo)
-    return exact, loose_keys, parents
+        for start in range(1, len(parts)):
+            te, tlo = query_keys(".".join(parts[start:]))
+            tails.update(te + tlo)
+    return _Keys(frozenset(exact), frozenset(loose_keys), frozenset(parents), frozenset(tails))
 
 
 def with_symbols(retrieved: Retrieved, plan: QueryPlan, context: SearchContext) -> Retrieved:
@@ -84,9 +103,13 @@ def with_symbols(retrieved: Retrieved, plan: QueryPlan, context: SearchContext) 
     names = plan.hint("symbols")
     if not names:
         return retrieved
-    exact, loose_keys, parents = _keys(names)
-    wanted = Condition(SYMBOLS_FIELD, "$in", tuple(sorted(exact | loose_keys | parents)))
-    found = context.store.search_dense(context.query_vector(plan.text), SYMBOL_FETCH, (*plan.conditions, wanted))
+    looked_up = _keys(names)
+    vector = context.query_vector(plan.text)
+    found = context.store.search_dense(
+        vector, SYMBOL_FETCH, (*plan.conditions, Condition(SYMBOLS_FIELD, "$in", looked_up.strong())))
+    if not found and looked_up.tails:  # a shorter tail only when the whole name finds nothing
+        found = context.store.search_dense(
+            vector, SYMBOL_FETCH, (*plan.conditions, Condition(SYMBOLS_FIELD, "$in", tuple(sorted(looked_up.tails)))))
     if not found:
         return retrieved
     known = {c.chunk_id for c in retrieved.candidates}
@@ -104,18 +127,20 @@ def lift_symbols(hits: list[Hit], plan: QueryPlan) -> list[Hit]:
     names = plan.hint("symbols")
     if not names:
         return hits
-    exact, loose_keys, parents = _keys(names)
+    looked_up = _keys(names)
     nested = [re.compile(rf"\b{re.escape(split_symbol(n)[-1])}\b") for n in names if len(split_symbol(n)) > 1]
     asked = max(len(split_symbol(n)) for n in names)
     ranks: dict[int, tuple[Any, ...]] = {}
     for i, hit in enumerate(hits):
         keys = set(hit.metadata.get(SYMBOLS_FIELD) or ())
-        if keys & exact:
+        if keys & looked_up.exact:
             tier = 0
-        elif keys & loose_keys:
+        elif keys & looked_up.loose:
             tier = 1
-        elif keys & parents and any(p.search(hit.text) for p in nested):
+        elif keys & looked_up.parents and any(p.search(hit.text) for p in nested):
             tier = 2
+        elif keys & looked_up.tails:
+            tier = 3
         else:
             continue
         own = len(split_symbol(str(hit.metadata.get("symbol", ""))))
@@ -143,7 +168,7 @@ def _prefixed(hits: list[Hit], names: list[str]) -> dict[int, tuple[Any, ...]]:
     for i, hit in enumerate(hits):
         parts = split_symbol(str(hit.metadata.get("symbol", "")))
         if hit.metadata.get(SYMBOLS_FIELD) and parts and any(loose(parts[-1]).startswith(h) for h in heads):
-            ranks[i] = (3, len(parts[-1]), hit.metadata.get("kind") in ("module", "lines"), False)
+            ranks[i] = (4, len(parts[-1]), hit.metadata.get("kind") in ("module", "lines"), False)
     return ranks
 
 
