@@ -2,7 +2,8 @@
 
 A code chunk's definition has a qualified path: the module it is in (``rich/style.py`` ->
 ``rich.style``) and its own path (``Style.parse``). The chunker stores, in the chunk's
-``symbols`` metadata, every tail of that path in two forms:
+``symbols`` metadata, every tail of that path (and of the paths of what a definition kept
+whole defines inside it: a small class's methods) in two forms:
 
 - exact: ``=Style.parse``, ``=parse``, ``=rich.style.Style.parse`` …
 - loose: ``~style.parse`` …, each part lower-cased without ``_`` and ``-`` (``parse_set``,

@@ -3,14 +3,18 @@
 tree-sitter parses the file (``_syntax``). A definition that fits ``chunk_size`` is one chunk,
 with its decorators, signature, docstring and the comments right above it. A class too large
 for one chunk becomes its header (signature, docstring, fields) and one chunk per method, each
-method's chunk led by the class's header line, so ``def save(self)`` still says which class it
-belongs to. A function too large for one chunk is cut between its statements, each piece after
-the first led by the signature. Code outside any definition (imports, constants, a
-``__main__`` block) is cut by lines. A file that does not parse, or whose language has no
-grammar installed, is cut by lines, as plain text is.
+method's chunk led by the class's first line (not its doc comment), so ``def save(self)`` still
+says which class it belongs to. A function too large for one chunk is cut between its
+statements, each piece after the first led by the signature (``part`` numbers the pieces). A
+namespace or module is opened, never one chunk. Code outside any definition (imports,
+constants, a ``__main__`` block) is cut by lines. SQL is cut by statement without a grammar
+(``_sql``). A file that does not parse, or whose language has no grammar installed, is cut by
+lines, as plain text is.
 
-Every chunk carries ``language``, ``symbol`` (the qualified name, ``Class.method``) and
-``kind`` (function, method, class, module, or lines), and its section is the symbol's path.
+Every chunk carries ``language``, ``symbol`` (the qualified name, ``Class.method``), ``kind``
+(function, method, class, module, lines, or an SQL object's kind) and ``symbols``, the keys it is
+looked up by (``ragloom.symbols``: its path's tails in the module, and those of what a definition
+kept whole defines inside it); its section is its symbol as written.
 """
 
 from __future__ import annotations
