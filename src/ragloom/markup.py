@@ -109,12 +109,21 @@ class PlainWords:
     def __init__(self) -> None:
         self._pending = ""
         self._at_line_start = True
+        self._fence: str | None = None
 
     def feed(self, piece: str) -> list[str]:
-        """Whole words and the whitespace after each (plain), from what has arrived so far."""
+        """Whole words and the whitespace after each (plain), from what has arrived so far; the
+        lines of a fenced code block whole and as written (``CodeLine``)."""
         self._pending += piece
         out: list[str] = []
         while self._pending:
+            if self._fence is not None:
+                code = self._code_line()
+                if code is None:
+                    break
+                if code:
+                    out.append(code)
+                continue
             taken = self._line() if self._at_line_start else None
             if taken is _WAIT:
                 break
@@ -129,8 +138,24 @@ class PlainWords:
     def end(self) -> list[str]:
         """What is left when the answer is complete."""
         rest, self._pending = self._pending, ""
+        if self._fence is not None:
+            self._fence = None
+            return [CodeLine(line + "\n") for line in rest.rstrip("\n").split("\n")
+                    if not line.strip().startswith(("```", "~~~"))] if rest.strip() else []
         plain = plain_text(rest).strip() if rest.strip() else ""
         return [plain] if plain else []
+
+    def _code_line(self) -> str | None:
+        """Inside a fenced block: its next line as written, "" for the closing fence, None to wait."""
+        newline = self._pending.find("\n")
+        if newline < 0:
+            return None
+        line, self._pending = self._pending[:newline], self._pending[newline + 1:]
+        if line.strip().startswith(self._fence) and not line.strip().strip(self._fence[0]):
+            self._fence = None
+            self._at_line_start = True
+            return ""
+        return CodeLine(line + "\n")
 
     def _line(self) -> object:
         """At a line's start: a whole special line as plain text, None when the line is ordinary,
@@ -145,6 +170,10 @@ class PlainWords:
         if newline < 0:
             return _WAIT
         line, self._pending = self._pending[:newline], self._pending[newline + 1:]
+        opened = _OPENING_FENCE.match(line)
+        if opened:  # a code block: its lines come back as written until the fence closes
+            self._fence = opened.group(1)
+            return ""
         plain = plain_text(line).strip()
         return plain + "\n" if plain else ""
 
@@ -177,6 +206,11 @@ class PlainWords:
         return plain + gap if plain or "\n" in gap else ""
 
 
+class CodeLine(str):
+    """A line of a fenced code block, given back whole: printed as written, never wrapped."""
+
+
+_OPENING_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^`]*$")
 _WAIT = object()
 #: A link's text and target, from the ``[`` at the start of a word: ``[the docs](url)``.
 _LINK_END = re.compile(r"[^\[]*\[[^\]\n]*\](?:\([^)\s]*\))?")

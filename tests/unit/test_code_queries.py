@@ -182,3 +182,24 @@ def test_a_code_hit_prints_as_numbered_lines_centred_on_the_match():
     assert lines[1].strip() == "⋮" and "    101 │     line_1 = 1" not in lines  # centred, not from the top
     full = [t.plain for t in hit_block(hit, "config.py", matcher, 100, full=True)]
     assert full[1] == "        │ class Config:" and full[2] == "    101 │     line_1 = 1"
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 1000])
+def test_a_streamed_answer_prints_its_code_blocks_as_written(size):
+    import io
+
+    from rich.console import Console
+
+    from ragloom.cli.render import WrappedStream
+
+    answer = ("shop/style.py:17-19 [1]\n```python\n            if word == \"link\":\n"
+              "                raise errors.StyleSyntaxError(\"URL expected after 'link'\")\n```\nand **that** is all [1].")
+    out = io.StringIO()
+    stream = WrappedStream(Console(file=out, width=60, force_terminal=True, color_system=None))
+    for i in range(0, len(answer), size):
+        stream.write(answer[i:i + size])
+    stream.close()
+    lines = out.getvalue().splitlines()
+    assert lines[:3] == ["shop/style.py:17-19 [1]", '            if word == "link":',
+                         "                raise errors.StyleSyntaxError(\"URL expected after 'link'\")"]
+    assert lines[3] == "and that is all [1]."  # prose after it is still plain and wrapped

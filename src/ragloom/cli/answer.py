@@ -15,7 +15,7 @@ from ..filters import parse_cli_filters
 from ..ingest.files import distinguishable
 from ..markup import inline_plain, plain_text
 from ..types import Answer
-from .render import WrappedStream, indented, snippet
+from .render import WrappedStream, code_block, indented, snippet
 from .shared import console, err_console, names_of, state
 
 _WHERE_HELP = ("Metadata filter: key=value, key!=v, key<v, key>v, key*=text (contains), key~a,b (one of); "
@@ -170,7 +170,12 @@ def print_sources(answer: Answer, shown: Callable[[str], str] = distinguishable,
         if where:
             line.append(" — " + ", ".join(where), style="cyan")
         console.print(line)
-        text = citation.text if raw or code else plain_text(citation.text)
+        if code and citation.hit is not None:  # its first lines as written, with their numbers
+            for row in code_block(citation.hit, lambda _: [], console.width, size=3):
+                row.stylize("dim")
+                console.print(row, soft_wrap=True, highlight=False)
+            continue
+        text = citation.text if raw else plain_text(citation.text)
         for wrapped in indented(Text(snippet(text, limit=240), style="dim"), console.width):
             console.print(wrapped, soft_wrap=True)
 

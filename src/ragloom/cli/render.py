@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from rich.console import Console
 from rich.text import Text
 
-from ..markup import PlainWords, inline_plain, plain_text
+from ..markup import CodeLine, PlainWords, inline_plain, plain_text
 from ..types import Hit
 
 #: How a matched word of the query looks in a snippet.
@@ -81,11 +81,11 @@ def code_window(rows: list[tuple[int | None, str]], matcher: Callable[[str], lis
 
 
 def code_block(hit: Hit, matcher: Callable[[str], list[tuple[int, int]]], width: int, *,
-               full: bool = False) -> list[Text]:
+               full: bool = False, size: int = CODE_LINES) -> list[Text]:
     """A code hit as its lines, verbatim, each after its number in the file, centred on the lines
-    that matched (all of them with ``full``); lines too long for the terminal end in "…"."""
+    that matched (``size`` of them; all with ``full``); lines too long for the terminal end in "…"."""
     rows = hit.numbered_lines()
-    start, end = (0, len(rows)) if full else code_window(rows, matcher)
+    start, end = (0, len(rows)) if full else code_window(rows, matcher, size)
     digits = len(str(max((n for n, _ in rows if n is not None), default=0)))
     out = []
     if start:
@@ -183,7 +183,13 @@ class WrappedStream:
     def _put(self, word: str) -> None:
         """``word`` with the whitespace after it; a line break in it starts a new line. The space
         after a word is written only before the next word on the same line, so a line never
-        ends with a space that a terminal would carry over."""
+        ends with a space that a terminal would carry over. A line of code is written as it is."""
+        if isinstance(word, CodeLine):
+            if self.column:
+                self.console.out("\n", end="", highlight=False)
+            self.console.out(word.rstrip("\n").expandtabs(4), highlight=False)  # with its line break
+            self.column, self._space = 0, ""
+            return
         for number, line in enumerate(word.split("\n")):
             if number:
                 self.console.out("\n", end="", highlight=False)
