@@ -105,7 +105,8 @@ def build_context(hits: Sequence[Hit], budget: int, count_tokens: TokenCounter, 
         header = header_for(number, hit, shown)
         glue = count_tokens(_SEPARATOR) if passages else 0
         head = count_tokens(header + "\n")
-        body = hit.text.strip()
+        # Code keeps its first line's indentation, so that its lines stay aligned.
+        body = hit.text.strip("\n").rstrip() if hit.is_code else hit.text.strip()
         cost = glue + head + count_tokens(body)
         if used + cost <= budget:
             passages.append(Passage(number, hit, body, header, cost - glue))
