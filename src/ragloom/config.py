@@ -398,6 +398,15 @@ class UnderstandConfig(Section):
         True, description="tokens of a query written like identifiers (a UUID, hash, version, error code, file "
         "name, snake_case, camelCase or dotted.name) are looked up exactly: the chunks holding them rank first",
     )
+    symbols: bool = Field(
+        True, description="a query that names a symbol (Class.method, snake_case, 'class Style', 'fn main') puts "
+        "its definition first: exact name, then ignoring case and separators, then by prefix (code chunks only)",
+    )
+    pasted: bool = Field(
+        True, description="a query of 4+ words not wholly quoted is also looked for as written (quotes and "
+        "punctuation in it are text): the passages holding it rank first; a pasted traceback is searched by its "
+        "exception's message",
+    )
     identifier_patterns: list[str] = Field(
         default_factory=lambda: [
             r"^\S*[a-z0-9]_[a-z0-9]\S*$", r"^\S*[a-z][A-Z]\S*$", r"^[A-Z][A-Z0-9]*[-_]?\d{2,}$",

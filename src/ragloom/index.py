@@ -240,4 +240,4 @@ class Index(IndexReports):
         """What answering needs from this index (``generate.answering`` takes it): for callers that
         drive answering themselves, as the server does to send the sources before the answer."""
         return answering.AnswerServices(self.config, self.retrieve, lambda: self.embedder,
-                                        lambda: shared_cross_encoder(self.parts))
+                                        lambda: shared_cross_encoder(self.parts), shown=self.display_paths())

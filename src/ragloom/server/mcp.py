@@ -208,7 +208,7 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
     def ask(index: str | None = None, **arguments: Any) -> AskResult:
         """Answer a question from the user's documents, citing passages as [n].
 
-        `citations` lists each cited passage (number, source, chunk_id, section, page, text).
+        `citations` lists each cited passage (number, source, chunk_id, section, page, start_line, end_line, text).
         `strategy`: extractive (quotes the best sentences, no LLM), standard, attributed or cove
         (the server's LLM); default: the server's answer.strategy. `k` passages retrieved,
         `budget` tokens of context, `where` and `mode` as for search. `history`: the conversation's

@@ -116,6 +116,8 @@ CitationModel = model_from_dataclass(Citation, exclude=("hit",), extra={"source_
 PassageModel = model_from_dataclass(Passage, exclude=("hit",), extra={
     "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "section": (str, ""),
+    "language": (str, Field("", description="the programming language of a passage of source code (shown "
+                 "verbatim, never as Markdown); empty for prose")),
     "page": (int | None, None), "score": (float, 0.0),
     "start_line": (int | None, None), "end_line": (int | None, None),
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
@@ -170,6 +172,7 @@ def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = N
     return PassageModel.model_validate({
         **fields, "chunk_id": hit.chunk_id, "source": hit.source, "source_id": source_id(hit.source),
         "display_path": shown(hit.source), "section": hit.section, "page": hit.page, "score": hit.score,
+        "language": str(hit.metadata.get("language") or "") if hit.is_code else "",
         "start_line": hit.start_line, "end_line": hit.end_line, "highlights": highlights or [],
     })
 

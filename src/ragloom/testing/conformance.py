@@ -498,6 +498,68 @@ class ChunkSearchConformance(StoreFixtures):
         assert store.search_lexical("river mountain forest", 2, conditions) == got[:2]
 
 
+#: Definitions of a small code base: (source, symbol, kind).
+SYMBOL_CORPUS = [
+    ("shop/style.py", "Style", "class"), ("shop/style.py", "Style.parse", "method"),
+    ("shop/style.py", "Style.__repr__", "method"), ("shop/theme.py", "Theme.get_style", "method"),
+    ("shop/theme.py", "parse", "function"), ("shop/box.cpp", "Box::close", "function"),
+    ("shop/index.ts", "$store.get_item", "function"),
+]
+#: A name as a developer types it -> the symbols it must find (exact and loose keys, ``ragloom.symbols``).
+SYMBOL_QUERIES: list[tuple[str, set[str]]] = [
+    ("Style.parse", {"Style.parse"}),
+    ("parse", {"Style.parse", "parse"}),
+    ("shop.style.Style", {"Style"}),
+    ("STYLE.PARSE", {"Style.parse"}),
+    ("theme.getStyle", {"Theme.get_style"}),
+    ("__repr__", {"Style.__repr__"}),
+    ("Box::close", {"Box::close"}),
+    ("$store.getItem", {"$store.get_item"}),
+    ("Styles", set()),
+]
+
+
+def write_symbols(store: Store) -> dict[str, str]:
+    """Write ``SYMBOL_CORPUS`` as code chunks carrying their lookup keys; return chunk id -> symbol."""
+    from ..symbols import SYMBOLS_FIELD, module_parts, split_symbol, symbol_keys
+
+    store.set_embedder_info(EMBEDDER)
+    written: dict[str, str] = {}
+    for source in dict.fromkeys(s for s, _, _ in SYMBOL_CORPUS):
+        chunks = []
+        for index, (symbol, kind) in enumerate((sym, k) for src, sym, k in SYMBOL_CORPUS if src == source):
+            text = f"definition of {symbol}"
+            metadata = {"source": source, "doc_id": source, "chunk_index": index, "symbol": symbol, "kind": kind,
+                        "language": "python", SYMBOLS_FIELD: symbol_keys(module_parts(source), split_symbol(symbol))}
+            chunks.append(Chunk(id=Chunk.make_id(source, source, index, index, index + 1, "test"), text=text,
+                                source=source, doc_id=source, chunk_index=index, start=index, end=index + 1,
+                                policy="test", content_hash=content_hash(source + text), token_count=3,
+                                metadata=metadata))
+            written[chunks[-1].id] = symbol
+        store.replace_source(record_for(source, chunks), chunks, np.stack([unit_vector(len(written) + i)
+                                                                           for i in range(len(chunks))]))
+    store.flush()
+    return written
+
+
+class SymbolSearchConformance(StoreFixtures):
+    """Symbols are looked up by their keys, a list-valued metadata field (``ragloom.symbols``):
+    every store answers ``$in`` on it exactly, alone and with other filters."""
+
+    @pytest.mark.parametrize("name, expected", SYMBOL_QUERIES, ids=[q for q, _ in SYMBOL_QUERIES])
+    def test_a_name_finds_its_definitions_by_their_keys(self, store: Store, name: str, expected: set[str]) -> None:
+        from ..filters import Condition
+        from ..symbols import SYMBOLS_FIELD, query_keys
+
+        written = write_symbols(store)
+        exact, loose = query_keys(name)
+        wanted = Condition(SYMBOLS_FIELD, "$in", tuple(exact + loose))
+        found = store.search_dense(unit_vector(3), 50, (wanted,))
+        assert {written[c.chunk_id] for c in found} == expected
+        theme_only = store.search_dense(unit_vector(3), 50, (wanted, Condition("source", "$eq", "shop/theme.py")))
+        assert {written[c.chunk_id] for c in theme_only} == {s for s in expected if s in ("parse", "Theme.get_style")}
+
+
 class AuditLogConformance(StoreFixtures):
     """``AuditLog``: searches newest first, every write and search chained."""
 
@@ -587,8 +649,8 @@ class LexicalAnalysisConformance(StoreFixtures):
         assert {h.chunk_id for h in store.search_lexical(query, 2)} == {ids["th"], ids["zh"]}
 
 
-class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, AuditLogConformance,
-                       LexicalAnalysisConformance):
+class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, SymbolSearchConformance,
+                       AuditLogConformance, LexicalAnalysisConformance):
     """The behaviour every store shares: the three parts of the Store interface, one suite.
 
     Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
