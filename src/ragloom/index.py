@@ -139,9 +139,10 @@ class Index(IndexReports):
         return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress, policy,
                                    metadata)
 
-    def remove(self, path: str | Path) -> list[str]:
-        """Remove a source (or every source under a folder); return the removed paths."""
-        return self._runner.remove(path)
+    def remove(self, path: str | Path, *, wait: bool = True) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths. With
+        ``wait=False``, IndexLockedError at once while another process or replica writes."""
+        return self._runner.remove(path, wait)
 
     def sources_under(self, path: str | Path) -> list[str]:
         """The indexed sources that ``path`` names: one file, or every file under a folder."""

@@ -52,6 +52,8 @@ class IngestProgress:
     def file_done(self, path: str, status: str) -> None: ...
     def embedding(self, chunks: int) -> None: ...
     def embedded(self, chunks: int) -> None: ...
+    def check(self) -> None:
+        """Raise to stop the ingest between two sources (a server job whose lease was lost)."""
 
 
 @dataclass
@@ -121,6 +123,7 @@ class IngestRunner:
         # Files are read and chunked ahead, and sources written behind, while this thread embeds.
         with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
             for source, item in read_ahead(plan, prepare):
+                progress.check()
                 seen.add(source)
                 if item is not None:
                     pending.append(item)
@@ -298,9 +301,10 @@ class IngestRunner:
         return sync(self.parts)
 
     # -- remove ----------------------------------------------------------------------------------
-    def remove(self, path: str | Path) -> list[str]:
-        """Remove a source (or every source under a folder); return the removed paths."""
-        with self.store.write_lock(self.parts.path):
+    def remove(self, path: str | Path, wait: bool = True) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths. ``wait``:
+        False for IndexLockedError at once while another process writes (instead of waiting)."""
+        with self.store.write_lock(self.parts.path, wait=wait):
             removed = self.sources_under(path)
             with self.store.audited("remove", {"path": source_id(path)}) as summary:
                 for source in removed:

@@ -251,6 +251,14 @@ Filter = Annotated[
 ]
 
 
+#: White space to JSON Schema (ECMAScript's ``\\s``, which has U+FEFF) or to Python (``str.isspace``,
+#: which has U+001C-U+001F and U+0085): a query made only of these is blank, for the document's
+#: pattern (``NOT_BLANK``) and for the server alike, so neither accepts what the other refuses.
+BLANK = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                  "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+NOT_BLANK = "[^" + "".join(f"\\u{ord(c):04x}" for c in sorted(BLANK)) + "]"
+
+
 class SearchRequest(BaseModel):
     model_config = STRICT_REQUEST
 

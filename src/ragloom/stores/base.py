@@ -29,6 +29,7 @@ from ..filters import Condition, matches, value_kinds
 from ..types import Chunk, SourceRecord
 
 if TYPE_CHECKING:
+    from .jobs import JobQueue
     from pydantic import BaseModel
 
 
@@ -240,9 +241,9 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         them; None when this store has neither (the structures are then not available)."""
         return self.catalog_database()
 
-    def ingest_jobs(self) -> Any | None:
-        """The table of ingest jobs every server over this store shares (see
-        ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
+    def ingest_jobs(self) -> JobQueue | None:
+        """The job queue every server over this store shares (``stores/jobs.py``; the database's
+        table, ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
         return None
 
     # -- housekeeping -----------------------------------------------------------------
@@ -258,10 +259,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
     def disk_bytes(self) -> int:
         return 0
 
-    def write_lock(self, folder: Path) -> contextlib.AbstractContextManager[None]:
+    def write_lock(self, folder: Path, wait: bool = True) -> contextlib.AbstractContextManager[None]:
         """Held while ingest, removal or migration writes: the index folder's lock file
         (IndexLockedError when another process holds it). A store whose index lives in a
-        server takes the server's lock instead, which every replica sees."""
+        server takes the server's lock instead, which every replica sees, and waits for it
+        unless ``wait`` is False (then IndexLockedError at once)."""
         return exclusive_write_lock(folder)
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -163,6 +163,32 @@ def brute_force(
     return rank_candidates(scored, k)
 
 
+# A fixed corpus for BM25 against an independent implementation (bm25s): words that every
+# analyser keeps as they are (no stop word, no stem, no identifier), lengths and counts that vary.
+BM25_K1, BM25_B = 1.2, 0.75
+BM25_TEXTS = [
+    "river river mountain",
+    "river forest desert harbor valley meadow",
+    "mountain mountain mountain forest",
+    "desert",
+    "harbor valley river mountain forest desert meadow harbor valley river",
+    "meadow meadow forest forest river",
+    "valley",
+    "forest mountain harbor desert river meadow valley forest mountain harbor desert river",
+]
+BM25_QUERIES = ["river", "mountain forest", "meadow harbor valley", "desert", "valley river mountain"]
+
+
+def bm25_reference(texts: list[str], query: str) -> list[float]:
+    """BM25 scores of ``query`` over ``texts`` by bm25s (Lucene's idf, ``ln(1 + (N - n + 0.5) /
+    (n + 0.5))``), with the ``(k1 + 1)`` numerator ragloom's stores keep (bm25s leaves it out)."""
+    import bm25s
+
+    reference = bm25s.BM25(method="lucene", k1=BM25_K1, b=BM25_B)
+    reference.index([text.split() for text in texts], show_progress=False)
+    return [float(score) * (BM25_K1 + 1) for score in reference.get_scores(query.split())]
+
+
 # -- the suite ------------------------------------------------------------------------------
 class StoreOpener:
     """Opens the store under test at one index directory, any number of times."""
@@ -442,6 +468,22 @@ class ChunkSearchConformance(StoreFixtures):
             cid for cid, (c, _) in written.items() if {"river", "mountain"} & set(c.text.split())
         }
         assert store.search_lexical("river mountain", 1000) == broad
+
+    def test_bm25_scores_match_an_independent_implementation(self, store: Store) -> None:
+        """Every store's BM25 (tantivy's, PostgreSQL's postings, Qdrant's sparse vectors) gives the
+        scores bm25s gives on a fixed corpus, written as one source (so a mean length fixed at the
+        first write is the corpus's)."""
+        pytest.importorskip("bm25s", reason="pip install bm25s (the test extra)")
+        chunks = synthetic_chunks("bm25.md", list(range(len(BM25_TEXTS))), lambda n: BM25_TEXTS[n])
+        store.set_embedder_info(EMBEDDER)
+        store.replace_source(record_for("bm25.md", chunks), chunks, np.stack([unit_vector(n) for n in range(len(chunks))]))
+        store.flush()
+        for query in BM25_QUERIES:
+            expected = {c.id: score for c, score in zip(chunks, bm25_reference(BM25_TEXTS, query)) if score > 0}
+            got = {c.chunk_id: c.score for c in store.search_lexical(query, len(chunks))}
+            assert got.keys() == expected.keys(), query
+            for chunk_id, score in expected.items():
+                assert got[chunk_id] == pytest.approx(score, rel=1e-4), query
 
     @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"},
                                        {"kind": {"$contains": "ote"}}])

@@ -54,8 +54,8 @@ async def ingest(request: Request, response: Response, index: WriteIndex, state:
     if content_type.startswith("multipart/form-data"):
         folder = index.upload_dir()
         paths = await _save_uploads(request, state, folder)
-        job = jobs.submit([str(p) for p in paths], origin="upload", policy=PathPolicy([folder], what="the upload folder"),
-                          owner=owner, metadata=index.stamp)
+        job = await state.call(jobs.submit, [str(p) for p in paths], origin="upload",
+                               policy=PathPolicy([folder], what="the upload folder"), owner=owner, metadata=index.stamp)
     else:
         require_json(content_type, ", or files as multipart/form-data")
         if index.caller.filtered:  # the allowed roots are every tenant's: a tenant's key only uploads
@@ -68,22 +68,23 @@ async def ingest(request: Request, response: Response, index: WriteIndex, state:
             raise ApiError(422, "invalid_request", problems) from None
         settings = state.config.ingest
         accepted = await state.run(accept_paths, state.paths, body.paths, body.glob or settings.glob, settings.exclude)
-        job = jobs.submit(accepted, origin="api", glob=body.glob, policy=state.paths, owner=owner)
+        job = await state.call(jobs.submit, accepted, origin="api", glob=body.glob, policy=state.paths, owner=owner)
     response.headers["Location"] = f"{request.scope.get('ragloom.prefix', '/v1')}/ingest/{job.id}"
     return job
 
 
 @router.get("/ingest", response_model=list[IngestJobModel], responses=ERRORS)
-async def ingest_jobs(index: ReadIndex, last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
+async def ingest_jobs(index: ReadIndex, state: State,
+                      last: int = Query(20, ge=1, le=200, description="how many")) -> list[IngestJobModel]:
     """Recent ingest jobs, newest first: from the API, from uploads and from watched folders (a key
     that is not an admin sees its own)."""
-    return index.served.jobs.recent(last, owner=index.owner)
+    return await state.call(index.served.jobs.recent, last, owner=index.owner)
 
 
 @router.get("/ingest/{job_id}", response_model=IngestJobModel, responses=ERRORS)
-async def ingest_job(job_id: str, index: ReadIndex) -> IngestJobModel:
+async def ingest_job(job_id: str, index: ReadIndex, state: State) -> IngestJobModel:
     """An ingest job: queued, running (with files and chunks done so far), done (with its report) or failed."""
-    job = index.served.jobs.get(job_id, owner=index.owner)
+    job = await state.call(index.served.jobs.get, job_id, owner=index.owner)
     if job is None:
         raise ApiError(404, "job_not_found", f"no ingest job {job_id!r}; finished jobs are kept for a while, not forever")
     return job

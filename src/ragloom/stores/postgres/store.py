@@ -200,9 +200,10 @@ class PostgresStore(CatalogBacked, Store):
 
     # -- housekeeping -------------------------------------------------------------------------
     @contextmanager
-    def write_lock(self, folder: Path) -> Iterator[None]:
-        """The index's writer lock in the database (every replica sees it; waits for it)."""
-        with self.database.writer_session():
+    def write_lock(self, folder: Path, wait: bool = True) -> Iterator[None]:
+        """The index's writer lock in the database (every replica sees it): waited for, or with
+        ``wait=False`` IndexLockedError at once while another holds it."""
+        with self.database.writer_session(wait):
             yield
 
     def disk_bytes(self) -> int:
