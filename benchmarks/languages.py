@@ -163,6 +163,8 @@ def main() -> None:
     parser.add_argument("--merge", nargs="+", metavar="LABEL", help="add these labels' results to --label's")
     parser.add_argument("--store", choices=["embedded", "postgres"], default="embedded")
     parser.add_argument("--pg-url", default=None, help="--store postgres: this database instead of a pgserver one")
+    parser.add_argument("--pg-language", default="ragloom",
+                        help="--store postgres: store.postgres.language (ragloom, or a text search configuration)")
     parser.add_argument("--pg-dir", type=Path, default=Path("/tmp/ragloom-bench-pg-languages"),
                         help="--store postgres: the pgserver data folder (kept between runs)")
     args = parser.parse_args()
@@ -199,7 +201,8 @@ def main() -> None:
         if args.store == "postgres":
             url = args.pg_url or server.url()  # type: ignore[union-attr]
             config = Config.from_dict({"store": {"backend": "postgres", "postgres": {
-                "url": url, "index": "xq_" + name.replace("-", "_")}}})
+                "url": url, "index": f"xq_{args.pg_language}_" + name.replace("-", "_"),
+                "language": args.pg_language}}})
         results[name] = measure(name, cache, config, args.modes, results.get(name), every)
         file.write_text(json.dumps(results, indent=2))
         memo.save()

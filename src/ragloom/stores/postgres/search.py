@@ -41,9 +41,11 @@ from .chunks import RAGLOOM_ANALYSIS
 _BM25 = """
 WITH q AS ({query}),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
-                 (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
+                 (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total,
+                 (SELECT value FROM meta WHERE key = 'lexical_lengths') AS fields),
 w AS MATERIALIZED (SELECT t.lexeme, t.df, q.qw * ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
-                          greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
+                          greatest(coalesce((stats.fields ->> split_part(t.lexeme, ':', 1))::float8, stats.total)
+                                   / greatest(stats.n, 1), 1e-9) AS avg
                    FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
 hits AS MATERIALIZED (SELECT w.lexeme, x.rid, x.tf, x.doc_len FROM w CROSS JOIN LATERAL (
     SELECT p.rid, p.tf, p.doc_len FROM postings p WHERE p.lexeme = w.lexeme {where}
