@@ -58,11 +58,20 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries (a quick look)")
     parser.add_argument("--corpora", default="jsonl,folder", help="which ingests: jsonl (plain text), folder (.py files)")
     parser.add_argument("--modes", default="dense,lexical,hybrid,code", help="search presets to score")
+    parser.add_argument("--embedder", default=None, help="an embedder provider instead of the default "
+                        "(embeddinggemma; its index goes to WORK/<provider>/)")
+    parser.add_argument("--query-task", default=None, choices=["search", "code"],
+                        help="--embedder embeddinggemma: the query prompt (the index is the same for both)")
     args = parser.parse_args()
     data, work = Path(args.data), Path(args.work)
     dev = load_beir(data, "dev")
     queries = dict(list(dev.queries.items())[: args.limit]) if args.limit else dev.queries
-    config = Config.from_dict({"search": {"k_max": 100}})
+    settings: dict = {"search": {"k_max": 100}}
+    if args.embedder:
+        work = work / args.embedder
+        settings["embedder"] = {"provider": args.embedder,
+                                **({args.embedder: {"query_task": args.query_task}} if args.query_task else {})}
+    config = Config.from_dict(settings)
     results: dict[str, dict[str, float]] = {}
     ingests = {}
     corpora = {"jsonl": ("jsonl text", data / "corpus.jsonl"), "folder": ("folder of .py", data / "corpus")}

@@ -236,7 +236,9 @@ def test_the_embedder_prompts_and_cuts_dimensions(packaged, monkeypatch):
     assert np.allclose(document, raw / np.linalg.norm(raw), atol=1e-5)
     code = EmbeddingGemmaEmbedder.from_config(EmbedderConfig.model_validate(
         {"provider": "embeddinggemma", "embeddinggemma": {"query_task": "code"}}))
-    assert code.query_prefix == PROMPTS["InstructionRetrieval"] and code.model_id.endswith("+code")
+    # The query prompt changes queries only: an index embedded once is searched with either.
+    assert code.query_prefix == PROMPTS["InstructionRetrieval"] and code.model_id == embedder.model_id
+    assert np.allclose(code.embed_documents([text])[0], document)
     with pytest.raises(ConfigError, match="768, 512, 256, 128"):
         EmbeddingGemmaEmbedder.from_config(EmbedderConfig(provider="embeddinggemma", dimensions=100))
     # Matryoshka: the first numbers, normalised (sizes of the tiny model's 64 stand in for 768's).

@@ -51,8 +51,6 @@ class EmbeddingGemmaEmbedder(OnnxEmbedder):
         full = self.dimension  # what the graph gives
         self.dimension = dimensions or full
         self.model_id = f"{PROVIDER}:{EMBEDDINGGEMMA}" + (f"@{self.dimension}" if self.dimension != full else "")
-        if query_task != "search":
-            self.model_id += f"+{query_task}"
         # The window holds <bos>, <eos> and the document prompt besides the text's own tokens.
         self.max_input_tokens = max_tokens - 2 - self.count_tokens(self.document_prefix)
 
