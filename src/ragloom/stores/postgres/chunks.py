@@ -93,7 +93,7 @@ INSERT INTO terms(lexeme, df) SELECT lexeme, count(*) FROM pg_temp.ragloom_terms
 ON CONFLICT (lexeme) DO UPDATE SET df = terms.df + excluded.df
 """
 #: The ``language`` of an index that reads its chunks with ragloom's analysers.
-RAGLOOM_ANALYSIS = "ragloom"
+OWN_ANALYSIS = "ragloom"
 #: The field of identifiers read whole (not part of a chunk's length, as in the tantivy index).
 _IDENTIFIERS = "id"
 
@@ -132,7 +132,7 @@ def write(connection: Any, source: str, chunks: Sequence[Chunk], vectors: np.nda
     for _, drop in POSTINGS_INDEXES if bulk else ():
         connection.execute(drop)
     connection.execute(f"SET LOCAL work_mem = '{WORK_MEM_MB}MB'")
-    if language == RAGLOOM_ANALYSIS:
+    if language == OWN_ANALYSIS:
         fields = _copy_terms(connection, rids, chunks)
         length = sum(n for field, n in fields.items() if field != _IDENTIFIERS)
         connection.execute(_RAGLOOM_POSTINGS, {"added": length, "count": len(rids), "k1": K1, "b": B})

@@ -154,7 +154,7 @@ def create_schema(connection: Any, schema: str, language: str) -> None:
     from psycopg import errors, sql
 
     try:
-        if language != "ragloom":  # else ragloom's own analysers read the text (chunks.RAGLOOM_ANALYSIS)
+        if language != "ragloom":  # else ragloom's own analysers read the text (chunks.OWN_ANALYSIS)
             with connection.transaction():
                 connection.execute("SELECT %s::regconfig", (language,))
     except errors.UndefinedObject:

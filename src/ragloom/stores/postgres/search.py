@@ -35,7 +35,7 @@ from ...filters import Condition
 from ..base import Candidate, rank_candidates
 from ..sparse_bm25 import B, K1, SparseBM25
 from . import chunks, where
-from .chunks import RAGLOOM_ANALYSIS
+from .chunks import OWN_ANALYSIS
 
 
 _BM25 = """
@@ -96,7 +96,7 @@ def _bm25(connection: Any, query: str, k: int, conditions: Sequence[Condition], 
     sql, params = where.clause(conditions)
     named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(depth, 4 * k)}
     source = _TSVECTOR_QUERY
-    if language == RAGLOOM_ANALYSIS:
+    if language == OWN_ANALYSIS:
         terms = _reader().query_terms(query, chunks.families(connection) or ["en"], limit=MAX_QUERY_TERMS)
         if not terms:
             return []

@@ -54,7 +54,7 @@ class PostgresStore(CatalogBacked, Store):
         self.catalog = PostgresCatalog(self.database)  # type: ignore[assignment]
         self.language = str(self.catalog.get_meta("language") or self.settings.language)
         self.database.language = self.language  # the index keeps the configuration it was made with
-        self.lexical_analysis = ("ragloom" if self.language == chunk_rows.RAGLOOM_ANALYSIS
+        self.lexical_analysis = ("ragloom" if self.language == chunk_rows.OWN_ANALYSIS
                                  else f"postgresql:{self.language}")
         self._ann: ann.Approximate | None = None
         #: Runs the BM25 half of a hybrid search while the caller runs the dense half.
