@@ -82,7 +82,7 @@ _TSVECTOR_TERMS = ("SELECT c.rid, t.lexeme, coalesce(array_length(t.positions, 1
 _TSVECTOR_LENGTHS = "SELECT rid, sum(tf)::int AS len FROM t GROUP BY rid"
 #: The postings ragloom read (``_copy_terms``), each with its chunk's length in the term's field. The
 #: impact (an order for reading a term's postings best first) takes the index's mean length.
-_RAGLOOM_POSTINGS = """
+_OWN_POSTINGS = """
 WITH a AS (SELECT greatest((m.total + %(added)s) / (m.n + %(count)s), 1e-9) AS avg
            FROM (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
                         (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total) m),
@@ -135,7 +135,7 @@ def write(connection: Any, source: str, chunks: Sequence[Chunk], vectors: np.nda
     if language == OWN_ANALYSIS:
         fields = _copy_terms(connection, rids, chunks)
         length = sum(n for field, n in fields.items() if field != _IDENTIFIERS)
-        connection.execute(_RAGLOOM_POSTINGS, {"added": length, "count": len(rids), "k1": K1, "b": B})
+        connection.execute(_OWN_POSTINGS, {"added": length, "count": len(rids), "k1": K1, "b": B})
         _add_field_lengths(connection, fields)
     else:
         row = connection.execute(_POSTINGS.format(terms=_TSVECTOR_TERMS, lengths=_TSVECTOR_LENGTHS),
