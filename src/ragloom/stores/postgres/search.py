@@ -68,7 +68,7 @@ ORDER BY s.score DESC, c.id LIMIT %(k)s
 #: ragloom read it as, each weighted by how often the query says it (as tantivy boosts them).
 _TSVECTOR_QUERY = ('SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme, 1.0::float8 AS qw'
                    " FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t")
-_RAGLOOM_QUERY = ('SELECT k.lexeme COLLATE "C" AS lexeme, k.qw'
+_OWN_QUERY = ('SELECT k.lexeme COLLATE "C" AS lexeme, k.qw'
                   " FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS k(lexeme, qw)")
 #: The most distinct terms of one query read per language family (as the embedded store's).
 MAX_QUERY_TERMS = 1024
@@ -101,7 +101,7 @@ def _bm25(connection: Any, query: str, k: int, conditions: Sequence[Condition], 
         if not terms:
             return []
         named.update(terms=list(terms), weights=list(terms.values()))
-        source = _RAGLOOM_QUERY
+        source = _OWN_QUERY
     named.update({f"w{i}": value for i, value in enumerate(params)})
     test = ""
     if conditions:
