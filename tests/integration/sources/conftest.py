@@ -64,3 +64,26 @@ def index_at(tmp_path: Path, embedder):
 
 def environ_without_secrets() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+
+
+@pytest.fixture
+def site():
+    """The fixture website (``fixture_site.py``) on 127.0.0.1, threaded (a slow page holds no other request)."""
+    pytest.importorskip("pytest_httpserver")
+    import re
+
+    from pytest_httpserver import HTTPServer
+
+    from fixture_site import Site
+
+    server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
+    server.start()
+    fixture = Site()
+    server.expect_request(re.compile(".*")).respond_with_handler(fixture.handler)
+    fixture.base = f"http://127.0.0.1:{server.port}"
+    try:
+        yield fixture
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()
