@@ -12,7 +12,7 @@ from ..config import RemoteSourceConfig, SourcesConfig
 from ..errors import RemoteRefusedError, UsageError
 
 KINDS = ("s3", "web", "git")
-_SCHEME = re.compile(r"^(s3|https?|git\+https?|git\+file|git\+ssh|git|imaps?)://", re.IGNORECASE)
+_SCHEME = re.compile(r"^(s3|https?|git\+https?|git\+file|git\+ssh|git\+git|imaps?)://", re.IGNORECASE)
 
 
 def is_remote(text: str) -> bool:
