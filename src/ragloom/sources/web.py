@@ -20,6 +20,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 
 from ..errors import RemoteRefusedError, RemoteSourceError
 from ..ingest.loaders import is_supported
+from ..optional import require
 from ..stores.sync_state import RemoteItemState
 from .base import Connector, Entry, Failed, Fetched, Gone, Skipped, TooLarge, Unchanged
 from .fetch import Fetcher, Redirected, Response
@@ -156,7 +157,7 @@ class WebConnector(Connector):
         self.complete = not stopped
 
     def _read_robots(self) -> None:
-        from protego import Protego
+        Protego = require("protego", extra="web", feature="https:// sources (robots.txt)").Protego  # noqa: N806
 
         try:
             response = self.fetcher.get(f"{self.origin}/robots.txt", max_bytes=500_000)
