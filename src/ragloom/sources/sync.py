@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RemoteSourceError, SourceBusyError
+from ..errors import RagloomError, RemoteSourceError, SourceBusyError
 from ..ingest.staged import StagedBatch, StagedItem
 from ..stores.sync_state import RemoteItemState, RemoteSourceState, SyncState
 from ..types import FileFailure
@@ -151,7 +151,12 @@ class _Sync:
         started = time.perf_counter()
         report, connector = self.report, None
         try:
-            connector = connector_class(self.spec.kind)(self.spec, self.settings, self.stage, self.secrets)
+            try:
+                connector = connector_class(self.spec.kind)(self.spec, self.settings, self.stage, self.secrets)
+            except RagloomError as exc:  # a setting or a missing tool: the source fails, in one line
+                report.error = self.secrets.mask(str(exc))
+                self._finish(started, None)
+                return report
             self.known = self.state_store.remote_items(self.spec.name)
             try:
                 for entry in connector.scan(self.known, self.state.cursor):

@@ -79,7 +79,7 @@ def site():
     server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
     server.start()
     fixture = Site()
-    server.expect_request(re.compile(".*")).respond_with_handler(fixture.handler)
+    server.expect_request(re.compile(".*")).respond_with_handler(lambda request: fixture.handler(request))
     fixture.base = f"http://127.0.0.1:{server.port}"
     try:
         yield fixture

@@ -117,10 +117,9 @@ def test_a_sitemap_index_lists_the_pages_and_their_lastmod_spares_the_requests(s
     assert site.asked("/docs/a.html") == [200] and site.asked("/docs/c.html") == []
 
 
-def test_private_addresses_are_refused_unless_allowed(site, tmp_path, embedder) -> None:
-    from conftest import open_index
-    from ragloom.config import Config
+def test_private_addresses_are_refused_unless_allowed(site, tmp_path, embedder, index_at) -> None:
     from ragloom import Index
+    from ragloom.config import Config
 
     site.html("/docs/", "Home", "Hello.")
     config = Config.from_dict({"index": str(tmp_path / "idx")})
@@ -130,8 +129,8 @@ def test_private_addresses_are_refused_unless_allowed(site, tmp_path, embedder) 
             assert report.status == "failed" and "a loopback address: refused" in report.error
             assert "allow_private_hosts" in report.error
         assert site.requests == [] and index.store.list_sources() == []
-    with open_index(tmp_path / "idx", embedder) as allowed:
-        assert allowed.sync(f"{site.base}/docs/").added == [f"{site.base}/docs/"]
+    allowed = index_at("idx")  # the same index, with sources.allow_private_hosts: true
+    assert allowed.sync(f"{site.base}/docs/").added == [f"{site.base}/docs/"]
 
 
 def test_an_unreachable_site_or_a_failing_start_page_removes_nothing(site, index_at) -> None:
@@ -150,3 +149,36 @@ def test_an_unreachable_site_or_a_failing_start_page_removes_nothing(site, index
     assert len(index.store.list_sources()) == 2
     dead = index.sync("http://127.0.0.1:9/docs/")
     assert dead.status == "failed" and "unreachable" in dead.error
+
+
+def test_a_token_from_the_environment_is_sent_and_never_stored_logged_or_shown(
+    site, index_at, tmp_path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    token = "tok-" + "7f3a9c" * 6
+    handler = site.handler
+
+    def guarded(request):
+        if request.path != "/robots.txt" and request.headers.get("Authorization") != f"Bearer {token}":
+            return site._log(request, __import__("werkzeug").Response("who are you?", status=401))
+        return handler(request)
+
+    site.handler = guarded
+    site.html("/intranet/", "Intranet", "The canteen serves soup on Fridays.")
+    uri = f"{site.base}/intranet/"
+    caplog.set_level(logging.DEBUG)
+    index = index_at(remote={"intranet": {"uri": uri, "token_env": "INTRANET_TOKEN"}})
+    missing = index.sync("intranet")  # the variable is not set: one line naming it
+    assert missing.status == "failed" and "INTRANET_TOKEN" in missing.error
+    monkeypatch.setenv("INTRANET_TOKEN", token)
+    assert index.sync("intranet").added == [uri]
+    site.pages["/intranet/"] = Page(b"", status=500)
+    failed = index.sync("intranet")
+    assert failed.status == "failed" and token not in failed.error
+    shown = [failed.error, *(e.message for e in caplog.records), repr(index.remote_sources()),
+             repr(index.audit_events(1000))]
+    assert not any(token in text for text in shown)
+    for file in (tmp_path / "index").rglob("*"):  # the index, its audit log and cursors
+        if file.is_file():
+            assert token.encode() not in file.read_bytes(), file

@@ -422,7 +422,7 @@ class Catalog:
 
     def sync_state(self) -> SqliteSyncState:
         """Remote sources' cursors, in tables of this database (``stores/sync_state.py``)."""
-        return SqliteSyncState(self.path)
+        return SqliteSyncState(self.path, self.read_only)
 
 
 class _HashOnly:

@@ -51,20 +51,31 @@ def state_from(name: str, uri: str, raw: str | dict, scheduled_at: float | None,
                              **fields)
 
 
+#: Catalogs whose tables exist (made by this process, or found).
+_CREATED: set[Path] = set()
+
+
 class SqliteSyncState(SyncState):
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._created = False
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        self.path, self.read_only = path, read_only
 
     @contextmanager
-    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection]:
-        db = connect(self.path)
+    def _db(self, write: bool = False) -> Iterator[sqlite3.Connection | None]:
+        """A connection in a transaction (``write``), or for reading: None when the tables were
+        never made (nothing was synced into this index), so that reading never writes."""
+        db = connect(self.path, read_only=self.read_only and not write)
         try:
-            if not self._created:
-                with immediate_transaction(db):
-                    for statement in _SCHEMA.split(";"):
-                        db.execute(statement)
-                self._created = True
+            if self.path not in _CREATED:
+                if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'remote_items'").fetchone() is not None:
+                    _CREATED.add(self.path)
+                elif not write:
+                    yield None
+                    return
+                else:
+                    with immediate_transaction(db):
+                        for statement in _SCHEMA.split(";"):
+                            db.execute(statement)
+                    _CREATED.add(self.path)
             if write:
                 with immediate_transaction(db):
                     yield db
@@ -78,12 +89,16 @@ class SqliteSyncState(SyncState):
 
     def remote_sources(self) -> list[RemoteSourceState]:
         with self._db() as db:
+            if db is None:
+                return []
             rows = db.execute("SELECT name, uri, state, scheduled_at, holder, lease_until FROM remote_sources"
                               " ORDER BY name").fetchall()
         return [state_from(*row) for row in rows]
 
     def remote_source(self, name: str) -> RemoteSourceState | None:
         with self._db() as db:
+            if db is None:
+                return None
             row = db.execute("SELECT name, uri, state, scheduled_at, holder, lease_until FROM remote_sources"
                              " WHERE name = ?", (name,)).fetchone()
         return None if row is None else state_from(*row)
@@ -99,6 +114,8 @@ class SqliteSyncState(SyncState):
 
     def remote_items(self, name: str) -> dict[str, RemoteItemState]:
         with self._db() as db:
+            if db is None:
+                return {}
             rows = db.execute("SELECT key, source, version, data FROM remote_items WHERE remote = ?", (name,))
             return {key: RemoteItemState(key, source, version, json.loads(data)) for key, source, version, data in rows}
 

@@ -40,34 +40,45 @@ CREATE TABLE IF NOT EXISTS remote_items (
 _SELECT = "SELECT name, uri, state, scheduled_at, holder, lease_until FROM remote_sources"
 
 
+#: Schemas whose tables exist (made by this process, or found).
+_CREATED: set[str] = set()
+
+
 class PostgresSyncState(SyncState):
     def __init__(self, database: Database) -> None:
         self.database = database
-        self._created = False
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def _transaction(self, write: bool = True) -> Iterator[Any]:
+        """A transaction (the tables made first when missing), or for reading (``write=False``):
+        None when the tables were never made, so that reading never writes."""
+        schema = self.database.address.schema
         with self.database.connection() as connection, connection.transaction():
-            if not self._created:
-                connection.execute("SELECT pg_advisory_xact_lock(%s)",
-                                    (lock_key(self.database.address.schema, "remote_sources"),))
-                for statement in _TABLES.split(";"):
-                    connection.execute(statement)
-                self._created = True
+            if schema not in _CREATED:
+                if connection.execute("SELECT to_regclass('remote_items')").fetchone()[0] is not None:
+                    _CREATED.add(schema)
+                elif not write:
+                    yield None
+                    return
+                else:
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema, "remote_sources"),))
+                    for statement in _TABLES.split(";"):
+                        connection.execute(statement)
+                    _CREATED.add(schema)
             yield connection
 
     def now(self) -> float:
-        with self._transaction() as connection:
+        with self.database.connection() as connection:
             return float(connection.execute(f"SELECT {_NOW}").fetchone()[0])
 
     def remote_sources(self) -> list[RemoteSourceState]:
-        with self._transaction() as connection:
-            rows = connection.execute(f"{_SELECT} ORDER BY name").fetchall()
+        with self._transaction(write=False) as connection:
+            rows = [] if connection is None else connection.execute(f"{_SELECT} ORDER BY name").fetchall()
         return [state_from(*row) for row in rows]
 
     def remote_source(self, name: str) -> RemoteSourceState | None:
-        with self._transaction() as connection:
-            row = connection.execute(f"{_SELECT} WHERE name = %s", (name,)).fetchone()
+        with self._transaction(write=False) as connection:
+            row = None if connection is None else connection.execute(f"{_SELECT} WHERE name = %s", (name,)).fetchone()
         return None if row is None else state_from(*row)
 
     def save_remote_source(self, state: RemoteSourceState) -> None:
@@ -80,8 +91,8 @@ class PostgresSyncState(SyncState):
                 (state.name, state.uri, state_json(state), state.scheduled_at, state.holder, state.lease_until))
 
     def remote_items(self, name: str) -> dict[str, RemoteItemState]:
-        with self._transaction() as connection:
-            rows = connection.execute(
+        with self._transaction(write=False) as connection:
+            rows = [] if connection is None else connection.execute(
                 "SELECT key, source, version, data FROM remote_items WHERE remote = %s", (name,)).fetchall()
         return {key: RemoteItemState(key, source, version, dict(data)) for key, source, version, data in rows}
 
