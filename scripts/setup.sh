@@ -47,6 +47,20 @@ install_git() {
   fi
 }
 
+# imaps:// sources are tested against Debian's Dovecot, which the tests start on 127.0.0.1 themselves:
+# the system service the package may start is stopped and disabled again.
+install_dovecot() {
+  if command -v dovecot >/dev/null; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq dovecot-imapd openssl >/dev/null
+    if command -v systemctl >/dev/null && systemctl is-active --quiet dovecot 2>/dev/null; then
+      systemctl disable --now dovecot >/dev/null 2>&1 || true
+    fi
+  else
+    echo "note: dovecot-imapd is missing; the IMAP tests will skip (sudo apt-get install dovecot-imapd)" >&2
+  fi
+}
+
 MODELS=(bge-small-en reranker-en smollm2-135m)
 if [ "${1:-}" = "--llm" ] || [ "${1:-}" = "--llm-1.5b" ]; then
   "${PIP[@]}" install -e ".[llamacpp]"
@@ -67,6 +81,7 @@ elif [ "${1:-}" = "--test" ]; then
   # The remote sources' extra (boto3, protego) comes with [test]; moto's S3 server is a test dependency.
   install_tesseract
   install_git
+  install_dovecot
   # The web page is tested in a real headless browser: Debian's Chromium and its driver.
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then

@@ -20,8 +20,8 @@ COMPONENT_SKIPS = {
     "postgres": re.compile(r"pgserver|psycopg|pgvector|postgres", re.IGNORECASE),
     "chromium": re.compile(r"chromium|chromedriver|selenium", re.IGNORECASE),
     "tesseract": re.compile(r"tesseract", re.IGNORECASE),
-    # Remote sources: moto's S3 server and boto3, the fixture website's server, the git command.
-    "sources": re.compile(r"moto|boto3|protego|pytest_httpserver|the git command", re.IGNORECASE),
+    # Remote sources: moto's S3 server and boto3, the fixture website's server, the git command, Dovecot.
+    "sources": re.compile(r"moto|boto3|protego|pytest_httpserver|the git command|dovecot", re.IGNORECASE),
 }
 
 

@@ -645,7 +645,7 @@ class RemoteSourceConfig(Section):
     """One remote source synced into the index (README "Remote sources")."""
 
     uri: str = Field(description="s3://BUCKET/PREFIX, https://HOST/PATH (or its sitemap.xml), git+https://HOST/REPO@REF, "
-                     "git+file:///PATH@REF")
+                     "git+file:///PATH@REF, imaps://USER@HOST/MAILBOX")
     interval: Duration | None = Field(
         None, description="sync it this often under `ragloom serve` (seconds, or 30s, 15m, 2h, 1d); None = "
         "sources.interval")
@@ -656,7 +656,7 @@ class RemoteSourceConfig(Section):
     max_depth: int | None = Field(None, ge=0, description="web: most links followed from the start page; None = "
                                   "sources.max_depth")
     token_env: str | None = Field(None, description="environment variable holding a token sent as credentials "
-                                  "(web: Authorization: Bearer; git over https: as the password)")
+                                  "(web: Authorization: Bearer; git over https: as the password; imaps: the password)")
     token_file: str | None = Field(None, description="a file holding that token (read at each sync, never stored)")
     username: str | None = Field(None, description="git or web over https: the user the token is sent for (Basic "
                                  "authentication); None = the token as a Bearer token")

@@ -54,6 +54,10 @@ def connector_class(kind: str) -> type[Connector]:
         from .git import GitConnector
 
         return GitConnector
+    if kind == "imap":
+        from .imap import ImapConnector
+
+        return ImapConnector
     raise RemoteSourceError(f"no connector for sources of kind {kind!r}")
 
 

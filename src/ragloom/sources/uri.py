@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from ..config import RemoteSourceConfig, SourcesConfig
 from ..errors import RemoteRefusedError, UsageError
 
-KINDS = ("s3", "web", "git")
+KINDS = ("s3", "web", "git", "imap")
 _SCHEME = re.compile(r"^(s3|https?|git\+https?|git\+file|git\+ssh|git\+git|imaps?)://", re.IGNORECASE)
 
 
@@ -62,11 +62,13 @@ def parse(uri: str, name: str | None = None, settings: RemoteSourceConfig | None
     if scheme.startswith("git+") or scheme == "git":
         repository, ref = _split_ref(text.removeprefix("git+") if scheme.startswith("git+") else text)
         return RemoteSpec(name or text, text, "git", settings, repository, ref)
-    if scheme.startswith("imap"):
-        raise UsageError(f"{text}: IMAP mailboxes are not synced by this ragloom (no IMAP server could be tested "
-                         "here); export the mailbox to .mbox and ingest that file")
+    if scheme in ("imap", "imaps"):
+        if not parts.hostname or not parts.username:
+            raise UsageError(f"{text}: name the user, the server and the mailbox, imaps://USER@HOST/MAILBOX")
+        mailbox = unquote(parts.path.lstrip("/")) or "INBOX"
+        return RemoteSpec(name or text, text, "imap", settings, parts.netloc.rsplit("@", 1)[-1].lower(), mailbox)
     raise UsageError(f"{text}: not a remote source ragloom syncs; use s3://BUCKET/PREFIX, https://HOST/PATH, "
-                     "git+https://HOST/REPO@REF or git+file:///PATH@REF")
+                     "git+https://HOST/REPO@REF, git+file:///PATH@REF or imaps://USER@HOST/MAILBOX")
 
 
 def local_repository(path: str) -> str | None:
@@ -95,6 +97,9 @@ def spec_for(name_or_uri: str, sources: SourcesConfig) -> RemoteSpec:
         settings = sources.remote[name_or_uri]
         return parse(settings.uri, name_or_uri, settings)
     if is_remote(name_or_uri):
+        for name, settings in sources.remote.items():  # a configured source named by its URI keeps its settings
+            if settings.uri.strip() == name_or_uri.strip():
+                return parse(settings.uri, name, settings)
         return parse(name_or_uri)
     names = ", ".join(sources.remote) or "none are configured (sources.remote in ragloom.yaml)"
     raise UsageError(f"{name_or_uri!r} is neither a configured remote source ({names}) nor a URI "
@@ -108,6 +113,7 @@ def check_allowed(spec: RemoteSpec, allowed: list[str]) -> None:
         "s3": {f"s3://{spec.location}"},
         "web": {spec.location, urlsplit(spec.uri).hostname or ""},
         "git": {f"git+{_origin(spec.location)}", urlsplit(spec.location).hostname or ""},
+        "imap": {f"imaps://{spec.location}", spec.location.split(":")[0]},
     }[spec.kind]
     if not any(entry.rstrip("/").lower() in {w.lower() for w in wanted} for entry in allowed):
         shown = sorted(w for w in wanted if w)[0] if any(wanted) else spec.uri
