@@ -113,3 +113,28 @@ def test_one_holder_syncs_a_source_at_a_time(s3, index_at) -> None:
     assert state.begin_sync(f"s3://{name}/", f"s3://{name}", "someone-else", lease=30) is not None
     with pytest.raises(SourceBusyError, match="another process or replica is syncing"):
         index.sync(f"s3://{name}")
+
+
+def test_an_interrupted_sync_keeps_its_committed_batches_and_the_next_one_goes_on(s3, index_at) -> None:
+    name = bucket(s3)
+    for n in range(50):
+        put(s3, name, f"notes/{n:02d}.md", f"# Note {n}\n\nThe locker code of room {n} is {n * 7 + 3}.\n")
+    index = index_at(batch_items=10)
+    seen = []
+
+    def stop_after_25() -> None:
+        seen.append(1)
+        if len(seen) > 25:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        index.sync(f"s3://{name}/notes/", check=stop_after_25)
+    state = index.store.sync_state()
+    committed = state.remote_items(f"s3://{name}/notes/")
+    assert len(committed) == 20  # two whole batches; the third was not yet ingested
+    assert {r.path for r in index.store.list_sources()} == {i.source for i in committed.values()}
+    assert state.remote_source(f"s3://{name}/notes/").status == "interrupted"
+    rest = index.sync(f"s3://{name}/notes/")
+    assert rest.status == "ok" and len(rest.added) == 30 and len(rest.unchanged) == 20
+    assert rest.requests == 1 + 30  # one listing, and only the bodies not committed before
+    assert len(index.store.list_sources()) == 50
