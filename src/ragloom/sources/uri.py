@@ -56,8 +56,10 @@ def parse(uri: str, name: str | None = None, settings: RemoteSourceConfig | None
             raise UsageError(f"{text}: name a site, https://HOST/PATH")
         path = parts.path or "/"
         start = urlunsplit((scheme, parts.netloc.lower(), path, parts.query, ""))
-        # The crawl stays under the start page's folder (a sitemap's folder for a sitemap).
-        prefix = path if path.endswith("/") else path.rsplit("/", 1)[0] + "/"
+        # The crawl stays under the start page's folder (a sitemap's folder for a sitemap); a last
+        # segment without a dot is a folder (https://h/guide crawls /guide/).
+        last = path.rsplit("/", 1)[-1]
+        prefix = path if path.endswith("/") else path + "/" if "." not in last else path.rsplit("/", 1)[0] + "/"
         return RemoteSpec(name or start, start, "web", settings, parts.netloc.lower(), prefix)
     if scheme.startswith("git+") or scheme == "git":
         repository, ref = _split_ref(text.removeprefix("git+") if scheme.startswith("git+") else text)

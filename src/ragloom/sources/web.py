@@ -96,6 +96,7 @@ class WebConnector(Connector):
         parts = urlsplit(spec.uri)
         self.origin = f"{parts.scheme}://{parts.netloc}"
         self.is_sitemap = parts.path.lower().endswith((".xml", ".xml.gz"))
+        self.start = canonical(spec.uri)
         self.robots: Any = None
         self._done: set[str] = set()
 
@@ -105,6 +106,8 @@ class WebConnector(Connector):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or parts.netloc.lower() != self.spec.location:
             return "on another host"
+        if url == self.start or parts.path == self.spec.prefix.rstrip("/"):
+            return None  # the start page itself (https://h/guide for /guide/)
         if not parts.path.startswith(self.spec.prefix):
             return f"outside {self.spec.prefix}"
         if not self.selected(parts.path[len(self.spec.prefix):] or "/"):
@@ -139,6 +142,9 @@ class WebConnector(Connector):
                 continue
             done.add(url)
             if not self.robots.can_fetch(url, self.settings.user_agent):
+                if first:  # never read as "the site is empty now"
+                    raise RemoteSourceError(f"{url}: robots.txt disallows the start page for "
+                                            f"{self.settings.user_agent!r}; nothing is crawled or removed")
                 yield Skipped(url, "disallowed by robots.txt")
                 continue
             if pages >= self.max_pages or self.stage.over_budget():

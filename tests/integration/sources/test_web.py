@@ -182,3 +182,17 @@ def test_a_token_from_the_environment_is_sent_and_never_stored_logged_or_shown(
     for file in (tmp_path / "index").rglob("*"):  # the index, its audit log and cursors
         if file.is_file():
             assert token.encode() not in file.read_bytes(), file
+
+
+def test_a_start_page_without_a_slash_is_its_folder_and_robots_refusing_it_removes_nothing(site, index_at) -> None:
+    site.html("/guide", "Guide", "Tents are pitched facing away from the wind.", ["guide/a.html", "other.html"])
+    site.html("/guide/a.html", "A", "Guy ropes are tightened at dusk.")
+    site.html("/other.html", "Other", "Outside the guide: not read.")
+    index = index_at()
+    report = index.sync(f"{site.base}/guide")
+    assert sorted(report.added) == [f"{site.base}/guide", f"{site.base}/guide/a.html"]
+    assert site.asked("/other.html") == []
+    site.pages["/robots.txt"] = Page(b"User-agent: *\nDisallow: /\n", "text/plain")
+    refused = index.sync(f"{site.base}/guide")
+    assert refused.status == "failed" and "robots.txt disallows the start page" in refused.error
+    assert len(index.store.list_sources()) == 2
