@@ -1,6 +1,6 @@
 """Remote sources in a server: the job kind ``sync`` and the scheduler that queues it.
 
-``POST /v1/ingest`` with remote URIs, ``POST /v1/sources/remote/{name}/sync`` and the scheduler all
+``POST /v1/ingest`` with remote URIs, ``POST /v1/remote-sources/{name}/sync`` and the scheduler all
 queue a ``sync`` job (``server/worker.py``): whichever replica's worker claims it runs the sync, its
 lease renewed by the worker; a replica that dies mid-sync loses the job's lease and the source's
 (``SyncState.begin_sync``), and another takes both over and continues from the committed cursors.

@@ -94,7 +94,7 @@ def _begin(state_store: SyncState, spec: RemoteSpec, holder: str, lease: float, 
             return state
         if time.monotonic() >= deadline:
             raise SourceBusyError(f"another process or replica is syncing {spec.name!r} now; wait for it to finish "
-                                  "(GET /v1/sources/remote or `ragloom sync --status` shows it)")
+                                  "(GET /v1/remote-sources or `ragloom sync --status` shows it)")
         time.sleep(min(1.0, max(0.05, deadline - time.monotonic())))
 
 
@@ -295,7 +295,7 @@ class _Sync:
 
 
 def remote_status(state_store: SyncState, configured: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """Each remote source's last sync, cursor age and error, as ``GET /v1/sources/remote`` shows them."""
+    """Each remote source's last sync, cursor age and error, as ``GET /v1/remote-sources`` shows them."""
     now = state_store.now()
     rows = []
     states = {s.name: s for s in state_store.remote_sources()}

@@ -127,7 +127,7 @@ def test_a_replica_killed_mid_sync_is_taken_over_and_every_file_is_written_once(
         with httpx.Client(base_url=f"http://127.0.0.1:{survivor.port}", headers={"X-API-Key": ADMIN}) as client:
             hits = client.post("/v1/search", json={"query": "w123x", "k": 1}).json()["hits"]
             assert hits[0]["source"].endswith(":note-123.md")
-            rows = client.get("/v1/sources/remote").json()
+            rows = client.get("/v1/remote-sources").json()
             assert [(r["name"], r["status"]) for r in rows] == [("handbook", "ok")]
     finally:
         for replica in replicas:

@@ -1,6 +1,6 @@
 """Remote sources through the server: a configured git repository synced on its interval by the
 scheduler, a site ingested by URI with POST /v1/ingest (a write key, and a host the server allows),
-and GET /v1/sources/remote telling each one's last sync."""
+and GET /v1/remote-sources telling each one's last sync."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_scheduled_and_requested_syncs(tmp_path: Path, httpserver, monkeypatch: 
     })
     with running_server(config, tmp_path, tmp_path) as served, served.client() as client:
         def handbook() -> dict | None:
-            rows = {row["name"]: row for row in client.get("/v1/sources/remote").json()}
+            rows = {row["name"]: row for row in client.get("/v1/remote-sources").json()}
             row = rows.get("handbook")
             return row if row and row["status"] == "ok" else None
 
@@ -72,10 +72,10 @@ def test_scheduled_and_requested_syncs(tmp_path: Path, httpserver, monkeypatch: 
         assert job["state"] == "done" and job["paths"] == [site] and job["report"]["added"] == [site]
         hit = client.post("/v1/search", json={"query": "where do visitors park", "k": 1}).json()["hits"][0]
         assert hit["source"] == site
-        names = [row["name"] for row in client.get("/v1/sources/remote").json()]
+        names = [row["name"] for row in client.get("/v1/remote-sources").json()]
         assert names == ["handbook", site]
         assert 'id="remote"' in client.get("/").text
 
-        assert client.post("/v1/sources/remote/nope/sync").status_code == 404
-        again = client.post("/v1/sources/remote/handbook/sync")
+        assert client.post("/v1/remote-sources/nope/sync").status_code == 404
+        again = client.post("/v1/remote-sources/handbook/sync")
         assert again.status_code == 202 and served.wait_job(client, again.json()["id"])["state"] == "done"

@@ -52,7 +52,7 @@ async def ingest(request: Request, response: Response, index: WriteIndex, state:
     Send files as multipart/form-data (field ``files``), or JSON ``{"paths": [...]}`` naming
     files and folders inside ``server.allowed_roots``, or remote sources (``s3://BUCKET/PREFIX``,
     ``https://HOST/PATH``, ``git+https://HOST/REPO@REF``) whose bucket or host is in the server's
-    ``sources.allowed``: those are synced by a job of kind ``sync`` (GET /v1/sources/remote).
+    ``sources.allowed``: those are synced by a job of kind ``sync`` (GET /v1/remote-sources).
     """
     content_type = request.headers.get("content-type", "")
     jobs, owner = index.served.jobs, index.caller.name

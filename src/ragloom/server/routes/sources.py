@@ -1,4 +1,5 @@
-"""GET /v1/sources, GET /v1/sources/{id}/text and DELETE /v1/sources/{id}."""
+"""GET /v1/sources, GET /v1/sources/{id}/text, DELETE /v1/sources/{id}; GET /v1/remote-sources and POST
+/v1/remote-sources/{name}/sync (remote sources: ``ragloom/sources/``)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class RemoteSourceModel(BaseModel):
     failures: list[dict[str, Any]] = Field(default_factory=list, description="items that failed, each with its reason")
 
 
-@router.get("/sources/remote", response_model=list[RemoteSourceModel], responses=ERRORS)
+@router.get("/remote-sources", response_model=list[RemoteSourceModel], responses=ERRORS)
 async def remote_sources(index: ReadIndex, state: State) -> list[RemoteSourceModel]:
     """Each remote source of the index (configured, or ingested by URI once): its last sync, how old its
     cursor is, and its errors."""
@@ -54,7 +55,7 @@ async def remote_sources(index: ReadIndex, state: State) -> list[RemoteSourceMod
     return [RemoteSourceModel.model_validate(row) for row in rows]
 
 
-@router.post("/sources/remote/{name}/sync", status_code=202, response_model=IngestJobModel, responses=ERRORS)
+@router.post("/remote-sources/{name}/sync", status_code=202, response_model=IngestJobModel, responses=ERRORS)
 async def sync_remote_source(name: str, index: WriteIndex, state: State) -> IngestJobModel:
     """Sync a configured remote source now (a job of kind ``sync``; poll GET /v1/ingest/{id})."""
     sources = index.service.config.sources

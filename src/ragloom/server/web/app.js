@@ -92,7 +92,7 @@ async function loadStatus() {
   }
 }
 
-// Remote sources (GET /v1/sources/remote): each one's last sync, how old the index's copy is, its error.
+// Remote sources (GET /v1/remote-sources): each one's last sync, how old the index's copy is, its error.
 function ago(seconds) {
   for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
     if (seconds >= size) return `${Math.round(seconds / size)} ${unit}`;
@@ -102,7 +102,7 @@ function ago(seconds) {
 
 async function loadRemote() {
   let rows = [];
-  try { rows = await api(`${indexBase()}/sources/remote`); } catch (error) { rows = []; }
+  try { rows = await api(`${indexBase()}/remote-sources`); } catch (error) { rows = []; }
   const body = $("remote-rows");
   body.replaceChildren();
   for (const row of rows) {
