@@ -229,9 +229,14 @@ class WebConnector(Connector):
             if first:
                 raise
             return [Failed(url, str(exc))], old_links, url
-        final = canonical(response.url)
         if first and response.status not in (200, 304):
             raise RemoteSourceError(f"{url}: the start page answered HTTP {response.status}; nothing is removed")
+        return self._answered(url, known, lastmod, response, suffix, old_links)
+
+    def _answered(self, url: str, known: RemoteItemState | None, lastmod: str, response: Response, suffix: str,
+                  old_links: list[str]) -> tuple[list[Entry], list[str], str]:
+        """What a page's answer means: unchanged (304), gone (404, 410), failed, skipped, or fetched."""
+        final = canonical(response.url)
         if response.status == 304:
             return [Unchanged(url, {**known.data, "lastmod": lastmod} if known and lastmod else None)], old_links, url
         if response.status in (404, 410):
