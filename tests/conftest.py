@@ -14,12 +14,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 #: What a skip names when a component is missing, per component. `.ci/run` sets
-#: ``CI_REQUIRED_COMPONENTS=postgres,chromium,tesseract``: CI installs them, so a test skipped for
+#: ``CI_REQUIRED_COMPONENTS=postgres,chromium,tesseract,sources``: CI installs them, so a test skipped for
 #: the lack of one of them means a broken install, and fails instead of passing silently.
 COMPONENT_SKIPS = {
     "postgres": re.compile(r"pgserver|psycopg|pgvector|postgres", re.IGNORECASE),
     "chromium": re.compile(r"chromium|chromedriver|selenium", re.IGNORECASE),
     "tesseract": re.compile(r"tesseract", re.IGNORECASE),
+    # Remote sources: moto's S3 server and boto3, the fixture website's server, the git command, Dovecot.
+    "sources": re.compile(r"moto|boto3|protego|pytest_httpserver|the git command|dovecot", re.IGNORECASE),
 }
 
 

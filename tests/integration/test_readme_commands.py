@@ -28,6 +28,8 @@ NOT_HERE = [
     (re.compile(r"^ragloom (chat)\b"), "an interactive terminal"),
     (re.compile(r"migrate --to qdrant --url http"), "a Qdrant server"),
     (re.compile(r"datasets/"), "a dataset outside the repository"),
+    (re.compile(r"^ragloom (ingest (s3://|https?://|git\+|imaps?://|\./\S+@)|sync(?! --status))"),
+     "a remote source to reach (a bucket, a site, a repository: tests/integration/sources has them)"),
 ]
 
 

@@ -36,6 +36,7 @@ from .loaders.base import Loader
 from .sandbox import ParserSandbox, sandbox_supported
 from .pipeline import WriteBehind, read_ahead
 from .planning import plan_files
+from .staged import StagedBatch, StagedItem
 
 if TYPE_CHECKING:
     from ..parts import IndexParts
@@ -73,6 +74,9 @@ class IngestRunner:
         #: One chunker per strategy, built when a file first needs it.
         self.chunkers = Chunkers(parts)
         self._sandbox: ParserSandbox | None = None
+        #: The remote items of the ingest that ``ingest_staged`` runs, by their local copy.
+        self._staged: dict[Path, StagedItem] = {}
+        self._staged_origin: list[str] = []
 
     @property
     def loader_options(self) -> LoaderOptions:
@@ -88,6 +92,7 @@ class IngestRunner:
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
+        plan += list(self._staged)
         self._languages: Counter[str] = Counter()
         with self.store.write_lock(self.parts.path), self._parsing():
             self._choose_embedder(plan, report)  # reads its sample files in the parser sandbox too
@@ -106,6 +111,14 @@ class IngestRunner:
         report.seconds = time.perf_counter() - started
         return report
 
+    def ingest_staged(self, batch: StagedBatch, progress: IngestProgress | None = None) -> IngestReport:
+        """Ingest items a remote source fetched (``ingest/staged.py``) as files are ingested."""
+        self._staged, self._staged_origin = batch.by_path(), [batch.origin]
+        try:
+            return self.ingest([], None, progress)
+        finally:
+            self._staged, self._staged_origin = {}, []
+
     def _write(
         self, plan: list[Path], report: IngestReport, progress: IngestProgress, policy: PathPolicy | None,
         stamp: dict[str, Any],
@@ -117,8 +130,10 @@ class IngestRunner:
         self.parts.embedder  # noqa: B018 - created here, not first in the read-ahead thread
 
         def prepare(file: Path) -> tuple[str, _Pending | None]:
-            source = source_id(file)
-            return source, self._prepare(file, source, report, known, policy, stamp)
+            staged = self._staged.get(file)  # a remote item: its own address and metadata
+            source = staged.source if staged else source_id(file)
+            return source, self._prepare(file, source, report, known, policy,
+                                         {**stamp, **staged.metadata} if staged else stamp)
 
         # Files are read and chunked ahead, and sources written behind, while this thread embeds.
         with WriteBehind(lambda job: self._store_batch(*job, report)) as writer:
@@ -171,7 +186,7 @@ class IngestRunner:
         """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
         config = self.parts.config
         parameters = {
-            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths] + self._staged_origin,
             "glob": list(glob or config.ingest.glob), "exclude": list(config.ingest.exclude),
             "chunking": config.chunking.model_dump(mode="json"), "embedder": self.parts.embedder.model_id,
         }

@@ -35,6 +35,7 @@ from ..types import IngestReport
 from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
 from .jobs import IngestJobs, create_jobs
+from .sync_jobs import SyncScheduler
 from .keys import open_keys
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
@@ -166,7 +167,11 @@ def create_app(config: Config, service: IndexService | None = None, *,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # Configured remote sources are synced on their interval while the server runs.
+        schedulers = [SyncScheduler(served.jobs, served.service.config.sources) for served in indexes.values()]
         yield
+        for scheduler in schedulers:
+            scheduler.close()
         for served in indexes.values():
             served.jobs.close()
         for service in opened.values():

@@ -266,6 +266,11 @@ class IndexService:
             self._writes += 1
             self._write_lock.release()
 
+    def remote_sources(self) -> list[dict[str, Any]]:
+        """Each remote source's last sync, cursor age and error (``Index.remote_sources``)."""
+        with self.reader() as index:
+            return index.remote_sources()
+
     def remove_source(self, sid: str, wait: float = 5.0) -> list[str]:
         """Remove a source; IndexLockedError (409) after ``wait`` seconds while this process
         ingests, and at once while another process or replica does."""

@@ -30,6 +30,7 @@ from ..types import Chunk, SourceRecord
 
 if TYPE_CHECKING:
     from .jobs import JobQueue
+    from .sync_state import SyncState
     from pydantic import BaseModel
 
 
@@ -240,6 +241,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         whose index or catalog lives in PostgreSQL) that index's ``Database``, whose schema has
         them; None when this store has neither (the structures are then not available)."""
         return self.catalog_database()
+
+    def sync_state(self) -> SyncState | None:
+        """Where remote sources keep their cursors (``stores/sync_state.py``), in this store so that
+        any process or replica over it continues a sync; None: this store cannot sync remote sources."""
+        return None
 
     def ingest_jobs(self) -> JobQueue | None:
         """The job queue every server over this store shares (``stores/jobs.py``; the database's

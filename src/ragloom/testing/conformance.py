@@ -674,3 +674,65 @@ def _audit_entry(query: str, created_at: float | None = None) -> AuditEntry:
               {"rank": 2, "chunk_id": "c2", "score": 0.5, "source": "b.md"}],
         elapsed_ms=1.5, created_at=created_at or time.time(), embedder="test:synthetic",
     )
+
+
+class SyncStateConformance(StoreFixtures):
+    """Remote sources' cursors (``stores/sync_state.py``), as every store that syncs them keeps them:
+    saved, read back by another opening of the store, leased to one holder at a time, scheduled once."""
+
+    def test_sources_and_items_are_kept_and_read_back_by_another_opening(self, opener: StoreOpener) -> None:
+        from ..stores.sync_state import RemoteItemState, RemoteSourceState
+
+        store = opener.open()
+        state = store.sync_state()
+        assert state is not None and state.remote_sources() == []
+        state.save_remote_source(RemoteSourceState("docs", "s3://bucket/docs", cursor={"commit": "abc"},
+                                                   status="ok", report={"added": 2}))
+        items = [RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-1"', {"size": 3}),
+                 RemoteItemState("b.md", "s3://bucket/docs/b.md", '"etag-2"', {"links": ["x", "y"]})]
+        state.put_remote_items("docs", items)
+        state.put_remote_items("docs", [RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-3"')])
+        state.put_remote_items("other", [RemoteItemState("a.md", "x", "1")])
+        again = opener.reopen(store).sync_state()
+        assert again is not None
+        found = again.remote_source("docs")
+        assert found is not None and (found.uri, found.cursor, found.status, found.report) == (
+            "s3://bucket/docs", {"commit": "abc"}, "ok", {"added": 2})
+        assert again.remote_items("docs") == {
+            "a.md": RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-3"', {}),
+            "b.md": RemoteItemState("b.md", "s3://bucket/docs/b.md", '"etag-2"', {"links": ["x", "y"]}),
+        }
+        again.delete_remote_items("docs", ["b.md"])
+        assert list(again.remote_items("docs")) == ["a.md"]
+        again.forget_remote_source("docs")
+        assert again.remote_source("docs") is None and again.remote_items("docs") == {}
+        assert list(again.remote_items("other")) == ["a.md"]
+
+    def test_one_holder_syncs_a_source_and_a_dead_holders_lease_runs_out(self, store: Store) -> None:
+        state = store.sync_state()
+        assert state is not None
+        first = state.begin_sync("docs", "https://example.org/", "replica-1", lease=30)
+        assert first is not None and first.status == "running" and first.holder == "replica-1"
+        assert state.begin_sync("docs", "https://example.org/", "replica-2", lease=30) is None
+        assert state.renew_sync("docs", "replica-1", 30) and not state.renew_sync("docs", "replica-2", 30)
+        first.status, first.holder = "ok", None
+        assert not state.end_sync(first, "replica-2")
+        assert state.end_sync(first, "replica-1")
+        saved = state.remote_source("docs")
+        assert saved is not None and saved.status == "ok" and saved.holder is None
+        # A holder that stops renewing (its process died) loses the source once its lease runs out.
+        assert state.begin_sync("docs", "https://example.org/", "replica-1", lease=0.2) is not None
+        time.sleep(0.3)
+        taken = state.begin_sync("docs", "https://example.org/", "replica-2", lease=30)
+        assert taken is not None and taken.holder == "replica-2"
+        assert not state.renew_sync("docs", "replica-1", 30)
+
+    def test_a_due_sync_is_scheduled_once(self, store: Store) -> None:
+        state = store.sync_state()
+        assert state is not None
+        assert state.claim_schedule("docs", "s3://b/p", interval=60)
+        assert not state.claim_schedule("docs", "s3://b/p", interval=60)
+        assert state.claim_schedule("site", "https://example.org/", interval=0)
+        # Not while a holder's lease is live, whatever the interval.
+        assert state.begin_sync("site", "https://example.org/", "replica-1", lease=30) is not None
+        assert not state.claim_schedule("site", "https://example.org/", interval=0)

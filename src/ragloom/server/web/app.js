@@ -45,6 +45,7 @@ async function loadIndexes() {
     $("index").hidden = true;
   }
   loadStatus();
+  loadRemote();
   loadStrategies();
 }
 
@@ -89,6 +90,36 @@ async function loadStatus() {
     if (error.code === "offline") showError(error);
     else $("status").textContent = `status unavailable: ${error.message}`;
   }
+}
+
+// Remote sources (GET /v1/remote-sources): each one's last sync, how old the index's copy is, its error.
+function ago(seconds) {
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+    if (seconds >= size) return `${Math.round(seconds / size)} ${unit}`;
+  }
+  return `${Math.round(seconds)} s`;
+}
+
+async function loadRemote() {
+  let rows = [];
+  try { rows = await api(`${indexBase()}/remote-sources`); } catch (error) { rows = []; }
+  const body = $("remote-rows");
+  body.replaceChildren();
+  for (const row of rows) {
+    const tr = el("tr", `remote-${row.status}`);
+    const finished = row.last_finished ? `${ago(Date.now() / 1000 - row.last_finished)} ago` : "never";
+    const counts = row.report && row.report.seen !== undefined
+      ? `${row.report.seen} seen · +${row.report.added} ~${row.report.updated} −${row.report.removed}` +
+        (row.report.failed ? ` · ${row.report.failed} failed` : "")
+      : "";
+    for (const text of [row.name, row.status, finished,
+      row.cursor_age_seconds === null ? "–" : ago(row.cursor_age_seconds), counts, row.error || ""]) {
+      tr.append(el("td", "", text));
+    }
+    tr.title = row.uri;
+    body.append(tr);
+  }
+  $("remote").hidden = rows.length === 0;
 }
 
 // The strategy menu offers what this server can run (GET /v1/models), and says why when that
@@ -301,6 +332,17 @@ function renderHit(hit) {
   source.title = `${hit.source} — open it at this passage`;
   source.addEventListener("click", () => openSource(hit));
   head.append(source);
+  // A remote item opens where it lives: a page at its URL, a file of a commit on its forge at its line.
+  const metadata = hit.metadata || {};
+  const link = metadata.link ? metadata.link + (hit.start_line ? `#L${hit.start_line}` : "")
+    : /^https?:\/\//.test(hit.source) ? hit.source : null;
+  if (link) {
+    const anchor = el("a", "origin", "open ↗");
+    anchor.href = link;
+    anchor.target = "_blank";
+    anchor.rel = "noopener noreferrer";
+    head.append(anchor);
+  }
   const where = [];
   // A code hit's section is its qualified symbol, shown as written (ProgressBar.__repr__).
   if (hit.section) where.push(code ? hit.section : hit.section.replaceAll(" > ", " › ").replace(/`+|\*\*|__/g, ""));
@@ -651,7 +693,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (lastRun) lastRun();
   });
   $("index").addEventListener("change", () => {
-    newConversation(); loadStatus(); loadStrategies();
+    newConversation(); loadStatus(); loadStrategies(); loadRemote();
     if ($("query").value) remember(currentKind);  // the address names the index chosen
   });
   $("api-key").addEventListener("change", () => {  // a key may see other indexes than no key
