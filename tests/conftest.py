@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +12,76 @@ import pytest
 # Tests must never reach a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+#: What a skip names when a component is missing, per component. `.ci/run` sets
+#: ``CI_REQUIRED_COMPONENTS=postgres,chromium,tesseract,sources``: CI installs them, so a test skipped for
+#: the lack of one of them means a broken install, and fails instead of passing silently.
+COMPONENT_SKIPS = {
+    "postgres": re.compile(r"pgserver|psycopg|pgvector|postgres", re.IGNORECASE),
+    "chromium": re.compile(r"chromium|chromedriver|selenium", re.IGNORECASE),
+    "tesseract": re.compile(r"tesseract", re.IGNORECASE),
+    # Remote sources: moto's S3 server and boto3, the fixture website's server, the git command, Dovecot.
+    "sources": re.compile(r"moto|boto3|protego|pytest_httpserver|the git command|dovecot", re.IGNORECASE),
+}
+
+
+def required_components() -> dict[str, re.Pattern[str]]:
+    named = [n.strip() for n in os.environ.get("CI_REQUIRED_COMPONENTS", "").split(",") if n.strip()]
+    unknown = [n for n in named if n not in COMPONENT_SKIPS]
+    if unknown:
+        raise pytest.UsageError(f"CI_REQUIRED_COMPONENTS names {unknown}; known: {', '.join(COMPONENT_SKIPS)}")
+    return {name: COMPONENT_SKIPS[name] for name in named}
+
+
+def _skip_reason(report: pytest.CollectReport | pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def _missing_required(report: pytest.CollectReport | pytest.TestReport) -> list[str]:
+    """The required components whose lack a skip reports (none for any other skip)."""
+    if not report.skipped:
+        return []
+    reason = _skip_reason(report)
+    return [name for name, pattern in required_components().items() if pattern.search(reason)]
+
+
+def _why(missing: list[str], reason: str) -> str:
+    return (f"skipped for the lack of {', '.join(missing)}, which CI_REQUIRED_COMPONENTS requires (the install "
+            f"is broken: run scripts/setup.sh --test): {reason}")
+
+
+#: Modules skipped whole at collection for the lack of a required component (reported at the end:
+#: a collection error would stop the whole run).
+_UNCOLLECTED: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    report = outcome.get_result()
+    missing = _missing_required(report)
+    if missing:  # the test fails, saying why
+        report.outcome, report.longrepr = "failed", _why(missing, _skip_reason(report))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> object:
+    outcome = yield
+    report = outcome.get_result()
+    missing = _missing_required(report)
+    if missing:
+        _UNCOLLECTED.append(f"{report.nodeid}: {_why(missing, _skip_reason(report))}")
+
+
+def pytest_terminal_summary(terminalreporter: object, exitstatus: int) -> None:
+    for line in _UNCOLLECTED:
+        terminalreporter.write_line(f"FAILED (not collected) {line}", red=True)  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _UNCOLLECTED and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from . import registry
 from .errors import ConfigError, RagloomWarning, UnknownConfigKeyError
@@ -319,7 +319,10 @@ class PostgresStoreConfig(Section):
         "(postgresql://USER@/DB?host=/socket/dir for a unix socket); a query parameter index=NAME names the index",
     )
     index: str = Field("default", description="name of the index in the database (several live side by side)")
-    language: str = Field("english", description="PostgreSQL text search configuration the lexical side analyses with")
+    language: str = Field(
+        "ragloom", description="how BM25 reads text: ragloom (each chunk by its language's analyser, identifiers "
+        "whole, as the embedded store, Qdrant and Chroma read it) or a PostgreSQL text search configuration "
+        "(english, german, simple, ...); an index keeps what it was made with")
     pool_size: int = Field(
         8, ge=1, description="connections the store keeps open to the database (shared by the searches of one process)")
     exact_rows: int = Field(
@@ -422,6 +425,15 @@ class UnderstandConfig(Section):
     identifiers: bool = Field(
         True, description="tokens of a query written like identifiers (a UUID, hash, version, error code, file "
         "name, snake_case, camelCase or dotted.name) are looked up exactly: the chunks holding them rank first",
+    )
+    symbols: bool = Field(
+        True, description="a query that names a symbol (Class.method, snake_case, 'class Style', 'fn main') puts "
+        "its definition first: exact name, then ignoring case and separators, then by prefix (code chunks only)",
+    )
+    pasted: bool = Field(
+        True, description="a query of 4+ words not wholly quoted is also looked for as written (quotes and "
+        "punctuation in it are text): the passages holding it rank first; a pasted traceback is searched by its "
+        "exception's message",
     )
     identifier_patterns: list[str] = Field(
         default_factory=lambda: [
@@ -650,6 +662,68 @@ class RaptorConfig(Section):
         "last full build exceed this share of the chunks it was built on (0 = only `ragloom raptor rebuild`)")
 
 
+def seconds_of(value: Any) -> Any:
+    """``90``, ``"90s"``, ``"15m"``, ``"2h"``, ``"1d"`` -> seconds (a float); anything else as given."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+        try:
+            return float(text[:-1]) * units[text[-1]] if text and text[-1] in units else float(text)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a duration; write seconds (90) or 90s, 15m, 2h, 1d") from None
+    return value
+
+
+#: Seconds, also written 90s, 15m, 2h or 1d.
+Duration = Annotated[float, BeforeValidator(seconds_of), Field(gt=0)]
+
+
+class RemoteSourceConfig(Section):
+    """One remote source synced into the index (README "Remote sources")."""
+
+    uri: str = Field(description="s3://BUCKET/PREFIX, https://HOST/PATH (or its sitemap.xml), git+https://HOST/REPO@REF, "
+                     "git+file:///PATH@REF, imaps://USER@HOST/MAILBOX")
+    interval: Duration | None = Field(
+        None, description="sync it this often under `ragloom serve` (seconds, or 30s, 15m, 2h, 1d); None = "
+        "sources.interval")
+    include: list[str] = Field(default_factory=list, description="only items whose key or path matches one of these "
+                               "globs (e.g. docs/**/*.md); empty = every item of a supported type")
+    exclude: list[str] = Field(default_factory=list, description="leave out items whose key or path matches one of these")
+    max_pages: int | None = Field(None, ge=1, description="web: most pages read per sync; None = sources.max_pages")
+    max_depth: int | None = Field(None, ge=0, description="web: most links followed from the start page; None = "
+                                  "sources.max_depth")
+    token_env: str | None = Field(None, description="environment variable holding a token sent as credentials "
+                                  "(web: Authorization: Bearer; git over https: as the password; imaps: the password)")
+    token_file: str | None = Field(None, description="a file holding that token (read at each sync, never stored)")
+    username: str | None = Field(None, description="git or web over https: the user the token is sent for (Basic "
+                                 "authentication); None = the token as a Bearer token")
+
+
+class SourcesConfig(Section):
+    """Remote sources: how they are fetched, which may be, and those synced on a schedule."""
+
+    remote: dict[str, RemoteSourceConfig] = Field(
+        default_factory=dict, description="name -> source synced by `ragloom sync [NAME]` and, with an interval, by "
+        "`ragloom serve`")
+    interval: Duration = Field(300.0, description="how often `ragloom serve` syncs a source that names no interval")
+    allow_private_hosts: bool = Field(
+        False, description="let the crawler and git reach private, loopback and link-local addresses (refused by "
+        "default: a URL must not reach the machine's own network)")
+    allowed: list[str] = Field(
+        default_factory=list, description="what POST /v1/ingest may fetch by URI: hosts (docs.example.com), buckets "
+        "(s3://bucket) and repositories' hosts (git+https://git.example.com); empty = remote URIs refused there")
+    max_item_mb: float = Field(25.0, gt=0, description="largest object, page or file downloaded (streamed, and "
+                               "refused past it); ingest.max_file_mb still applies")
+    max_pages: int = Field(1000, ge=1, description="web: most pages read per sync")
+    max_depth: int = Field(5, ge=0, description="web: most links followed from the start page")
+    max_sync_mb: float = Field(2000.0, gt=0, description="most bytes downloaded by one sync of one source")
+    timeout: float = Field(30.0, gt=0, description="seconds to wait for one response (connect, and each read)")
+    batch_items: int = Field(200, ge=1, description="items fetched, then ingested and their cursors committed, at a "
+                             "time: an interrupted sync keeps every batch it finished")
+    user_agent: str = Field("ragloom (+https://pypi.org/project/ragloom/)", description="the crawler's User-Agent, "
+                            "also matched against robots.txt")
+
+
 class Config(Section):
     index: str = Field(".ragloom", description="directory that holds the index")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
@@ -664,6 +738,7 @@ class Config(Section):
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
     graph: GraphConfig = Field(default_factory=GraphConfig)
     raptor: RaptorConfig = Field(default_factory=RaptorConfig)
+    sources: SourcesConfig = Field(default_factory=SourcesConfig)
 
     @classmethod
     def load(

@@ -73,9 +73,10 @@ class Context:
                 "passages": [p.to_dict() for p in self.passages], "notes": list(self.notes)}
 
 
-def header_for(number: int, hit: Hit) -> str:
-    """``[n] file — title — section, p. 3 (score 0.812)``, or ``…, lines 12-30`` for a text or code file."""
-    parts = [Path(hit.source).name or hit.source]
+def header_for(number: int, hit: Hit, shown: Callable[[str], str] | None = None) -> str:
+    """``[n] path — title — section, p. 3 (score 0.812)``, or ``…, lines 12-30`` for a text or code
+    file; the path as ``shown`` gives it (relative to the ingested folder), else the file's name."""
+    parts = [(shown(hit.source) if shown is not None else Path(hit.source).name) or hit.source]
     title = str(hit.metadata.get("title") or "")
     if title and title not in parts[0]:
         parts.append(title)
@@ -93,16 +94,19 @@ def header_for(number: int, hit: Hit) -> str:
     return f"[{number}] {' — '.join(parts)} (score {hit.score:.3f})"
 
 
-def build_context(hits: Sequence[Hit], budget: int, count_tokens: TokenCounter, question: str = "") -> Context:
-    """Number the hits in order and keep as many as fit in ``budget`` tokens."""
+def build_context(hits: Sequence[Hit], budget: int, count_tokens: TokenCounter, question: str = "",
+                  shown: Callable[[str], str] | None = None) -> Context:
+    """Number the hits in order and keep as many as fit in ``budget`` tokens; headers name each
+    source as ``shown`` gives it (relative to the ingested folder)."""
     passages: list[Passage] = []
     notes: list[str] = []
     used = 0
     for number, hit in enumerate(hits, start=1):
-        header = header_for(number, hit)
+        header = header_for(number, hit, shown)
         glue = count_tokens(_SEPARATOR) if passages else 0
         head = count_tokens(header + "\n")
-        body = hit.text.strip()
+        # Code keeps its first line's indentation, so that its lines stay aligned.
+        body = hit.text.strip("\n").rstrip() if hit.is_code else hit.text.strip()
         cost = glue + head + count_tokens(body)
         if used + cost <= budget:
             passages.append(Passage(number, hit, body, header, cost - glue))

@@ -8,9 +8,18 @@ alone would show ``index.md`` twice. The full path stays the source's id; this i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 from .ingest.files import distinguishable, is_under
+
+
+_ADDRESS = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_address(source: str) -> bool:
+    """Whether a source id is a remote item's address rather than a file's path."""
+    return _ADDRESS.match(source) is not None
 
 
 class DisplayPaths:
@@ -24,11 +33,14 @@ class DisplayPaths:
     def of(cls, recorded: Sequence[str], sources: Sequence[str]) -> DisplayPaths:
         """From the roots an index recorded; an index that recorded none (written by an older
         ragloom) shows its sources relative to the folder they all share."""
-        if recorded or not sources:
+        files = [s for s in sources if not is_address(s)]
+        if recorded or not files:
             return cls(recorded)
-        return cls([os.path.commonpath([os.path.dirname(s) for s in sources])])
+        return cls([os.path.commonpath([os.path.dirname(s) for s in files])])
 
     def __call__(self, source: str) -> str:
+        if is_address(source):  # a remote item (s3://, https://, git+…) is shown by its own address
+            return source
         for root in self.roots:
             if is_under(source, root):
                 return distinguishable(os.path.relpath(source, root))

@@ -194,3 +194,16 @@ class IngestInterrupted(KeyboardInterrupt):
         super().__init__(f"kept {kept} files; run again to finish")
         self.kept = kept
         self.report = report
+
+
+class RemoteSourceError(RagloomError):
+    """A remote source (``s3://``, ``https://``, ``git+…``) could not be listed or read; nothing
+    already indexed from it is removed because of it."""
+
+
+class RemoteRefusedError(RemoteSourceError, PermissionError):
+    """A URI or an address was refused by policy (private address, host not allowed, credentials in a URI)."""
+
+
+class SourceBusyError(RemoteSourceError):
+    """Another process or replica syncs this remote source now."""

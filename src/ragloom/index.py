@@ -29,6 +29,7 @@ from .retrieve.base import SearchContext, SearchResult
 from .retrieve.pipeline import Pipeline
 from .retrieve.retrievers.basic import hybrid_search  # noqa: F401 - public: benchmarks fuse with it
 from .retrieve.searcher import Searcher
+from .sources import SyncReport, remote_status, spec_for, sync_remote
 from .stores.base import Store
 from .types import Answer, Hit, IngestReport
 
@@ -139,9 +140,24 @@ class Index(IndexReports):
         return self._runner.ingest([paths] if isinstance(paths, (str, Path)) else paths, glob, progress, policy,
                                    metadata)
 
-    def remove(self, path: str | Path) -> list[str]:
-        """Remove a source (or every source under a folder); return the removed paths."""
-        return self._runner.remove(path)
+    def sync(self, source: str, *, progress: IngestProgress | None = None, wait: float = 0.0,
+             check: Callable[[], None] | None = None, holder: str | None = None, lease: float = 30.0) -> SyncReport:
+        """Sync a remote source (a name of ``sources.remote``, or a URI: ``s3://``, ``https://``,
+        ``git+https://``, ``git+file://``) into the index: new and changed items are read, items gone
+        from a remote listed whole are removed. ``wait``: seconds to wait while another process or
+        replica syncs it (else SourceBusyError)."""
+        return sync_remote(self._runner, spec_for(source, self.config.sources), progress=progress, holder=holder,
+                           lease=lease, wait=wait, check=check)
+
+    def remote_sources(self) -> list[dict[str, Any]]:
+        """Each remote source's last sync, cursor age and error (configured ones, and those synced once)."""
+        state = self.store.sync_state()
+        return [] if state is None else remote_status(state, self.config.sources.remote)
+
+    def remove(self, path: str | Path, *, wait: bool = True) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths. With
+        ``wait=False``, IndexLockedError at once while another process or replica writes."""
+        return self._runner.remove(path, wait)
 
     def sources_under(self, path: str | Path) -> list[str]:
         """The indexed sources that ``path`` names: one file, or every file under a folder."""
@@ -239,4 +255,4 @@ class Index(IndexReports):
         """What answering needs from this index (``generate.answering`` takes it): for callers that
         drive answering themselves, as the server does to send the sources before the answer."""
         return answering.AnswerServices(self.config, self.retrieve, lambda: self.embedder,
-                                        lambda: shared_cross_encoder(self.parts))
+                                        lambda: shared_cross_encoder(self.parts), shown=self.display_paths())

@@ -34,9 +34,26 @@ _EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?!\*)|(?<![\w_])_(?
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~", re.DOTALL)
 
 
+#: A fenced code block: its lines are code, kept as written (only the fence lines go).
+_FENCED = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?P<code>.*?)(?:^ {0,3}(?P=fence)[`~]*[ \t]*$|\Z)",
+                     re.MULTILINE | re.DOTALL)
+
+
 def plain_text(text: str) -> str:
     """``text`` (Markdown, maybe with HTML in it) as plain text: no heading marks, emphasis
-    marks, backticks, fences, HTML tags or link targets; citations like ``[2]`` stay."""
+    marks, backticks, fences, HTML tags or link targets; citations like ``[2]`` stay. Fenced
+    code is kept as written, line by line: ``**kwargs`` is not emphasis there."""
+    pieces: list[str] = []
+    at = 0
+    for block in _FENCED.finditer(text):
+        pieces += [_plain_prose(text[at:block.start()]), block.group("code").rstrip("\n")]
+        at = block.end()
+    pieces.append(_plain_prose(text[at:]))
+    return "\n".join(piece for piece in pieces if piece.strip()).strip("\n")
+
+
+def _plain_prose(text: str) -> str:
+    tables = bool(_TABLE_RULE.search(text))  # a | is a cell's edge only in a table (`URL | str` is code)
     text = _FENCE.sub("", text)
     text = _HEADING.sub(lambda m: heading_title(m.group(1)), text)
     text = _BARE_HEADING.sub("", text)
@@ -44,20 +61,36 @@ def plain_text(text: str) -> str:
     text = _SETEXT.sub("", text)
     text = _RULE.sub("", text)
     text = _QUOTE.sub("", text)
-    text = _TABLE_EDGE.sub(lambda m: m.group(1) or "", text)
-    text = _TABLE_CELL.sub("  ", text)
+    if tables:
+        text = "\n".join(_row_plain(line) for line in text.split("\n"))
     return _BLANK_RUNS.sub("\n\n", inline_plain(text)).strip("\n")
+
+
+def _row_plain(line: str) -> str:
+    """A table row's cells two spaces apart; a line that is no row (one ``|``, as in code) as it is."""
+    if not (line.lstrip().startswith("|") or line.count("|") >= 2):
+        return line
+    return _TABLE_CELL.sub("  ", _TABLE_EDGE.sub(lambda m: m.group(1) or "", line))
 
 
 def inline_plain(text: str) -> str:
     """The inline markup of ``text`` removed: code spans, emphasis, links, images, tags, and the
-    attribute lists MkDocs and kramdown put after a link (``{.internal-link target=_blank}``)."""
+    attribute lists MkDocs and kramdown put after a link (``{.internal-link target=_blank}``). A
+    code span's content is kept as written (`` `__init__` `` stays ``__init__``, not "init")."""
     text = _INLINE_ATTRIBUTES.sub("", text)
     text = _AUTOLINK.sub(r"\1", text)
     text = _IMAGE.sub(r"\1", text)
     text = _LINK.sub(r"\1", text)
+    pieces: list[str] = []
+    at = 0
+    for span in _CODE.finditer(text):
+        pieces += [_inline_prose(text[at:span.start()]), span.group(2).strip(" ") or span.group(2)]
+        at = span.end()
+    return "".join(pieces + [_inline_prose(text[at:])])
+
+
+def _inline_prose(text: str) -> str:
     text = _TAG.sub("", text)
-    text = _CODE.sub(lambda m: m.group(2).strip(" ") or m.group(2), text)
     text = _STRONG.sub(r"\2", text)
     text = _STRIKE.sub(r"\1", text)
     text = _EMPHASIS.sub(lambda m: m.group(1) or m.group(2), text)
@@ -76,12 +109,21 @@ class PlainWords:
     def __init__(self) -> None:
         self._pending = ""
         self._at_line_start = True
+        self._fence: str | None = None
 
     def feed(self, piece: str) -> list[str]:
-        """Whole words and the whitespace after each (plain), from what has arrived so far."""
+        """Whole words and the whitespace after each (plain), from what has arrived so far; the
+        lines of a fenced code block whole and as written (``CodeLine``)."""
         self._pending += piece
         out: list[str] = []
         while self._pending:
+            if self._fence is not None:
+                code = self._code_line()
+                if code is None:
+                    break
+                if code:
+                    out.append(code)
+                continue
             taken = self._line() if self._at_line_start else None
             if taken is _WAIT:
                 break
@@ -96,8 +138,24 @@ class PlainWords:
     def end(self) -> list[str]:
         """What is left when the answer is complete."""
         rest, self._pending = self._pending, ""
+        if self._fence is not None:
+            self._fence = None
+            return [CodeLine(line + "\n") for line in rest.rstrip("\n").split("\n")
+                    if not line.strip().startswith(("```", "~~~"))] if rest.strip() else []
         plain = plain_text(rest).strip() if rest.strip() else ""
         return [plain] if plain else []
+
+    def _code_line(self) -> str | None:
+        """Inside a fenced block: its next line as written, "" for the closing fence, None to wait."""
+        newline = self._pending.find("\n")
+        if newline < 0:
+            return None
+        line, self._pending = self._pending[:newline], self._pending[newline + 1:]
+        if line.strip().startswith(self._fence) and not line.strip().strip(self._fence[0]):
+            self._fence = None
+            self._at_line_start = True
+            return ""
+        return CodeLine(line + "\n")
 
     def _line(self) -> object:
         """At a line's start: a whole special line as plain text, None when the line is ordinary,
@@ -112,6 +170,10 @@ class PlainWords:
         if newline < 0:
             return _WAIT
         line, self._pending = self._pending[:newline], self._pending[newline + 1:]
+        opened = _OPENING_FENCE.match(line)
+        if opened:  # a code block: its lines come back as written until the fence closes
+            self._fence = opened.group(1)
+            return ""
         plain = plain_text(line).strip()
         return plain + "\n" if plain else ""
 
@@ -144,6 +206,11 @@ class PlainWords:
         return plain + gap if plain or "\n" in gap else ""
 
 
+class CodeLine(str):
+    """A line of a fenced code block, given back whole: printed as written, never wrapped."""
+
+
+_OPENING_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^`]*$")
 _WAIT = object()
 #: A link's text and target, from the ``[`` at the start of a word: ``[the docs](url)``.
 _LINK_END = re.compile(r"[^\[]*\[[^\]\n]*\](?:\([^)\s]*\))?")

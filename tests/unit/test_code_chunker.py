@@ -47,24 +47,123 @@ if __name__ == "__main__":
     top_level(LIMIT)
 '''
 
+JAVA = """package p;
+
+public class Account {
+  private int balance;
+
+  public void deposit(int amount) {
+    if (amount <= 0) { throw new IllegalArgumentException("amount must be positive"); }
+    balance += amount;
+  }
+
+  public int withdraw(int amount) {
+    if (amount > balance) { throw new IllegalStateException("not enough money in the account"); }
+    balance -= amount;
+    return balance;
+  }
+}
+"""
+KOTLIN = """class Greeter(val name: String) {
+    fun greet(times: Int): String {
+        val parts = mutableListOf<String>()
+        for (i in 0 until times) { parts.add("hello, $name, for the ${i}th time") }
+        return parts.joinToString(separator = "; ")
+    }
+
+    fun wave(): String {
+        return "$name waves back at everybody in the room, slowly and politely"
+    }
+}
+"""
+CSHARP = """namespace Shop.Billing {
+  public class Invoice {
+    public decimal Total(decimal[] lines) {
+      decimal sum = 0;
+      foreach (var line in lines) { sum += line; }
+      return sum;
+    }
+
+    public string Describe(string customer) {
+      return "Invoice for " + customer + " with the usual payment terms of thirty days";
+    }
+  }
+}
+"""
+RUBY = """module Kennel
+  class Dog < Animal
+    def bark(times)
+      times.times do |i|
+        puts "woof number #{i} from a very loud and enthusiastic dog"
+      end
+    end
+
+    def fetch(item)
+      "#{name} fetched the #{item} and brought it back to the porch"
+    end
+
+    def sleep(hours)
+      "#{name} slept for #{hours} hours on the warm kitchen floor near the oven"
+    end
+  end
+end
+"""
+SCALA = """object Main {
+  def run(x: Int): Int = {
+    val doubled = x * 2
+    val tripled = x * 3
+    doubled + tripled + 1
+  }
+
+  def describe(name: String): String = {
+    s"$name is running the main program with all of the usual options today"
+  }
+
+  def stop(reason: String): String = {
+    s"the main program stopped because $reason, and it will not start again"
+  }
+}
+"""
+SQL = """-- Users of the shop.
+CREATE TABLE users (id int PRIMARY KEY, name text NOT NULL);
+CREATE INDEX users_name ON users (name);
+CREATE OR REPLACE FUNCTION user_count() RETURNS bigint AS $$
+  SELECT count(*) FROM users; -- a semicolon inside the body
+$$ LANGUAGE sql;
+SELECT name FROM users WHERE id = 1;
+"""
+
+#: language -> (file name, text, {symbol: kind} that must be chunks, the class line leading its members'
+#: chunks or None). Every class here is larger than the test's chunk size (64 tokens), so its methods
+#: are chunks of their own: a chunker that keeps the whole file as one chunk fails.
 SAMPLES = {
-    "javascript": ("a.js", "/** Adds. */\nfunction add(a, b) {\n  return a + b;\n}\nclass Box {\n  open() { return 1; }\n}\n", "add"),
-    "typescript": ("a.ts", "export function add(a: number): number {\n  return a;\n}\ninterface Shape {\n  area: number;\n}\n", "add"),
-    "tsx": ("a.tsx", "export function View(): JSX.Element {\n  return <div>hi</div>;\n}\n", "View"),
-    "go": ("a.go", "package p\n\n// Add adds.\nfunc Add(a int) int {\n\treturn a\n}\n\nfunc (s *Server) Serve() {\n}\n", "Server.Serve"),
-    "rust": ("a.rs", "/// Adds.\nfn add(a: i32) -> i32 {\n    a\n}\nimpl Point {\n    fn norm(&self) -> f64 {\n        0.0\n    }\n}\n", "add"),
-    "java": ("A.java", "public class A {\n  @Override\n  public String toString() {\n    return \"a\";\n  }\n}\n", "A"),
-    "kotlin": ("a.kt", "class Greeter(val name: String) {\n    fun greet(): String {\n        return name\n    }\n}\n", "Greeter"),
-    "c": ("a.c", "#include <stdio.h>\n\nstatic int add(int a, int b) {\n    return a + b;\n}\n", "add"),
-    "cpp": ("a.cpp", "namespace n {\nclass Box {\n public:\n  int open() { return 1; }\n};\n}\nint Box::close() {\n  return 0;\n}\n", "Box::close"),
-    "csharp": ("a.cs", "namespace N {\n  class C {\n    public int M(int x) {\n      return x;\n    }\n  }\n}\n", "N"),
-    "ruby": ("a.rb", "class Dog < Animal\n  def bark(times)\n    puts 'woof' * times\n  end\nend\n", "Dog"),
-    "php": ("a.php", "<?php\nfunction greet($name) {\n    return \"hi $name\";\n}\n", "greet"),
-    "swift": ("a.swift", "func greet(name: String) -> String {\n    return name\n}\n", "greet"),
-    "scala": ("a.scala", "object Main {\n  def run(x: Int): Int = {\n    x + 1\n  }\n}\n", "Main"),
-    "bash": ("a.sh", "#!/bin/sh\nbackup() {\n  cp \"$1\" \"$1.bak\"\n}\nbackup file\n", "backup"),
-    "sql": ("a.sql", "CREATE TABLE users (id int, name text);\nSELECT name FROM users WHERE id = 1;\n", "a"),
-    "lua": ("a.lua", "function greet(name)\n  return 'hi ' .. name\nend\n", "greet"),
+    "javascript": ("a.js", "/** Adds. */\nfunction add(a, b) {\n  return a + b;\n}\nclass Box {\n  open() { return 1; }\n}\n"
+                   "app.init = function init() {\n  this.cache = {};\n};\n", {"add": "function", "Box": "class",
+                                                                              "app.init": "function"}, None),
+    "typescript": ("a.ts", "export function add(a: number): number {\n  return a;\n}\ninterface Shape {\n  area: number;\n}\n"
+                   "export const twice = (a: number): number => {\n  return a * 2;\n};\n",
+                   {"add": "function", "twice": "function"}, None),
+    "tsx": ("a.tsx", "export function View(): JSX.Element {\n  return <div>hi</div>;\n}\n", {"View": "function"}, None),
+    "go": ("a.go", "package p\n\n// Add adds.\nfunc Add(a int) int {\n\treturn a\n}\n\nfunc (s *Server) Serve() {\n}\n",
+           {"Add": "function", "Server.Serve": "method"}, None),
+    "rust": ("a.rs", "/// Adds.\nfn add(a: i32) -> i32 {\n    a\n}\nimpl<'a> Norm for Point<'a> {\n    fn norm(&self) -> f64 {\n"
+             "        0.0\n    }\n}\n", {"add": "function", "Point": "class"}, None),
+    "java": ("A.java", JAVA, {"Account.deposit": "method", "Account.withdraw": "method"}, "public class Account {"),
+    "kotlin": ("a.kt", KOTLIN, {"Greeter.greet": "method", "Greeter.wave": "method"}, "class Greeter(val name: String) {"),
+    "c": ("a.c", "#include <stdio.h>\n\nstatic int add(int a, int b) {\n    return a + b;\n}\n", {"add": "function"}, None),
+    "cpp": ("a.cpp", "namespace n {\nclass Box {\n public:\n  int open() { return 1; }\n};\n}\nint Box::close() {\n  return 0;\n}\n",
+            {"Box::close": "function", "n.Box": "class"}, None),
+    "csharp": ("a.cs", CSHARP, {"Shop.Billing.Invoice.Total": "method", "Shop.Billing.Invoice.Describe": "method"},
+               "public class Invoice {"),
+    "ruby": ("a.rb", RUBY, {"Kennel.Dog.bark": "method", "Kennel.Dog.fetch": "method"}, "class Dog < Animal"),
+    "php": ("a.php", "<?php\nfunction greet($name) {\n    return \"hi $name\";\n}\n", {"greet": "function"}, None),
+    "swift": ("a.swift", "func greet(name: String) -> String {\n    return name\n}\n", {"greet": "function"}, None),
+    "scala": ("a.scala", SCALA, {"Main.run": "method", "Main.describe": "method"}, "object Main {"),
+    "bash": ("a.sh", "#!/bin/sh\nbackup() {\n  cp \"$1\" \"$1.bak\"\n}\nbackup file\n", {"backup": "function"}, None),
+    "sql": ("a.sql", SQL, {"users": "table", "user_count": "function"}, None),
+    "lua": ("a.lua", "function greet(name)\n  return 'hi ' .. name\nend\nlocal shout = function(name)\n  return name\nend\n",
+            {"greet": "function", "shout": "function"}, None),
+    "r": ("a.R", "#' The mean.\nmean_of <- function(x) {\n  mean(x)\n}\n", {"mean_of": "function"}, None),
 }
 
 
@@ -95,7 +194,7 @@ def by_symbol(chunks: list[Chunk]) -> dict[str, list[Chunk]]:
 
 
 def test_every_language_has_an_installed_grammar_that_parses_offline():
-    languages = set(CODE_LANGUAGES.values()) - {"r"}
+    languages = set(CODE_LANGUAGES.values()) - {"r"}  # R's is the r extra (tested where it is installed)
     assert languages <= set(GRAMMARS)
     for language in languages:
         assert parser_for(language) is not None, language
@@ -134,11 +233,18 @@ def test_an_oversized_function_is_cut_between_statements_each_piece_led_by_its_s
 
 @pytest.mark.parametrize("language", sorted(SAMPLES))
 def test_each_language_gives_definitions_with_their_names(tmp_path, chunker, language):
-    name, text, symbol = SAMPLES[language]
+    if language == "r":
+        pytest.importorskip("tree_sitter_language_pack", reason="R's grammar is the r extra: pip install 'ragloom[r]'")
+    name, text, expected, header = SAMPLES[language]
     chunks = chunks_of(tmp_path, name, text, chunker)
     assert chunks and all(c.metadata["language"] == language for c in chunks)
-    assert symbol in by_symbol(chunks), [c.metadata["symbol"] for c in chunks]
-    assert all(c.metadata["kind"] != "lines" for c in chunks)
+    symbols = by_symbol(chunks)
+    for symbol, kind in expected.items():
+        assert symbol in symbols, [c.metadata["symbol"] for c in chunks]
+        assert symbols[symbol][0].metadata["kind"] == kind, (symbol, symbols[symbol][0].metadata["kind"])
+        if header is not None:  # a member's chunk is led by its class's first line
+            assert symbols[symbol][0].text.startswith(header), symbols[symbol][0].text
+    assert len(chunks) >= len(expected) and all(c.metadata["kind"] != "lines" for c in chunks)
     for chunk in chunks:
         start, end = chunk.metadata["start_line"], chunk.metadata["end_line"]
         assert 1 <= start <= end <= text.count("\n") + 1
@@ -151,8 +257,16 @@ def test_a_file_that_does_not_parse_falls_back_to_line_chunks(tmp_path, chunker)
     assert chunks[0].metadata["start_line"] == 1
 
 
-def test_a_language_without_a_packaged_grammar_is_cut_by_lines(tmp_path, chunker):
-    chunks = chunks_of(tmp_path, "stats.R", "mean_of <- function(x) {\n  mean(x)\n}\n", chunker)
+def test_a_language_without_an_installed_grammar_is_cut_by_lines(tmp_path, chunker, monkeypatch):
+    from ragloom.ingest.chunkers import _syntax
+
+    monkeypatch.setitem(_syntax.GRAMMARS, "r", ("no_such_grammar_module", "language"))
+    _syntax.parser_for.cache_clear()
+    try:
+        chunks = chunks_of(tmp_path, "stats.R", "mean_of <- function(x) {\n  mean(x)\n}\n", chunker)
+    finally:
+        monkeypatch.undo()
+        _syntax.parser_for.cache_clear()
     assert [c.metadata["kind"] for c in chunks] == ["lines"] and chunks[0].metadata["language"] == "r"
 
 

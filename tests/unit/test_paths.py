@@ -97,3 +97,23 @@ def test_the_walk_reports_links_out_and_loops_and_lists_the_rest(tree):
     with pytest.raises(FileRejected) as caught:
         read_regular_file(root / "sub" / "self.md", LIMIT, policy)
     assert "symlink loop" in str(caught.value)
+
+
+def test_a_folder_link_met_in_the_walk_is_reported_as_a_loop_or_skipped_with_a_line(tree):
+    """A symlink to a folder is not walked into: one leading to a folder that holds it is a loop,
+    any other is skipped with a line naming the folder to ingest (never silently)."""
+    root, outside = tree
+    (root / "sub" / "up").symlink_to("..")  # holds itself
+    (root / "sub" / "here").symlink_to(".")
+    (root / "twin").symlink_to("sub")  # the same files under a second name
+    (root / "away").symlink_to(outside)
+    errors: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = []
+    listed = list(walk(root, ["**/*.md"], [], on_error=lambda where, why: errors.append((where, why)),
+                       on_skip=lambda where, why: skipped.append((where, why))))
+    assert listed == [root / "sub" / "a.md"]
+    assert sorted(Path(where).name for where, _ in errors) == ["here", "up"]
+    assert all("symlink loop" in why for _, why in errors)
+    assert all(Path(where).parent.name in ("sub", root.name) for where, _ in errors + skipped)  # the link's path
+    assert sorted(Path(where).name for where, _ in skipped) == ["away", "twin"]
+    assert all("skipped: a symlink to the folder" in why and "ingest that folder" in why for _, why in skipped)

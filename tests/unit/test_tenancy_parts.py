@@ -113,3 +113,41 @@ def test_the_last_gate_drops_a_candidate_that_fails_the_plan_filter(tmp_path: Pa
         open_ = materialise(everything, 10, index.search_context())
     assert [h.metadata["team"] for h in gated] == ["a"]
     assert sorted(h.metadata["team"] for h in open_) == ["a", "b"]
+
+
+@pytest.mark.parametrize("name", [".", "..", ".hidden", "-flag", "a/b", "", "x" * 65])
+def test_a_key_name_that_could_be_a_path_is_refused_in_one_line(tmp_path: Path, name: str):
+    keys = KeysFile(tmp_path / "keys.json")
+    with pytest.raises(UsageError) as caught:
+        keys.add(name)
+    message = str(caught.value)
+    assert "\n" not in message and "start with a letter or digit" in message
+    assert not (tmp_path / "keys.json").exists()
+    keys.add("team-a.v2_1")  # letters, digits, '.', '_' and '-' after the first
+
+
+def test_an_old_key_named_like_a_path_gets_no_upload_folder(tmp_path: Path):
+    """A keys file written before names were checked may hold a key named '..': its uploads would
+    have gone to the shared upload folder; they are refused instead."""
+    pytest.importorskip("fastapi")
+    from ragloom.server.access import Caller, ScopedIndex, Served
+    from ragloom.server.errors import ApiError
+
+    served = Served("docs", None, None, tmp_path / "uploads")  # type: ignore[arg-type]
+    assert ScopedIndex(served, Caller("team-a", "write", where={"team": "a"})).upload_dir() == (
+        tmp_path / "uploads" / "keys" / "team-a")
+    with pytest.raises(ApiError) as caught:
+        ScopedIndex(served, Caller("..", "write", where={"team": "a"})).upload_dir()
+    assert caught.value.status == 403 and "revoke the key" in str(caught.value)
+
+
+def test_an_index_name_that_could_be_a_path_is_refused_in_one_line(tmp_path: Path):
+    pytest.importorskip("fastapi")
+    from ragloom.errors import ConfigError
+    from ragloom.server.app import served_indexes
+
+    for name in (".", "..", ".hidden", "a/b"):
+        config = Config.from_dict({"server": {"indexes": {name: str(tmp_path / "x"), "docs": str(tmp_path / "d")}}})
+        with pytest.raises(ConfigError) as caught:
+            served_indexes(config)
+        assert "\n" not in str(caught.value) and "never '.' or '..'" in str(caught.value)

@@ -15,7 +15,7 @@ from ..filters import parse_cli_filters
 from ..ingest.files import distinguishable
 from ..markup import inline_plain, plain_text
 from ..types import Answer
-from .render import WrappedStream, indented, snippet
+from .render import WrappedStream, code_block, indented, snippet
 from .shared import console, err_console, names_of, state
 
 _WHERE_HELP = ("Metadata filter: key=value, key!=v, key<v, key>v, key*=text (contains), key~a,b (one of); "
@@ -162,16 +162,29 @@ def print_sources(answer: Answer, shown: Callable[[str], str] = distinguishable,
         console.print()
         console.print(Text("Sources", style="bold"))
     for citation in answer.citations:
-        where = [w for w in (inline_plain(citation.section).replace(" > ", " › "),
-                             f"p. {citation.page}" if citation.page is not None else "") if w]
+        code = citation.hit is not None and citation.hit.is_code
+        section = citation.section if code else inline_plain(citation.section).replace(" > ", " › ")
+        where = [w for w in (section, f"p. {citation.page}" if citation.page is not None else "") if w]
         line = Text(f"[{citation.number}] ", style="bold")
-        line.append(shown(citation.source))
+        line.append(shown(citation.source) + lines_of(citation.start_line, citation.end_line))
         if where:
             line.append(" — " + ", ".join(where), style="cyan")
         console.print(line)
+        if code and citation.hit is not None:  # its first lines as written, with their numbers
+            for row in code_block(citation.hit, lambda _: [], console.width, size=3):
+                row.stylize("dim")
+                console.print(row, soft_wrap=True, highlight=False)
+            continue
         text = citation.text if raw else plain_text(citation.text)
         for wrapped in indented(Text(snippet(text, limit=240), style="dim"), console.width):
             console.print(wrapped, soft_wrap=True)
+
+
+def lines_of(start: int | None, end: int | None) -> str:
+    """``:12-30`` (or ``:12``) after a path, as editors and terminals open it; "" without lines."""
+    if start is None:
+        return ""
+    return f":{start}" if end is None or end == start else f":{start}-{end}"
 
 
 def _note(text: str) -> None:

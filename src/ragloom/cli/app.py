@@ -53,9 +53,9 @@ def _global(
 
 
 def _register_commands() -> None:
-    from . import admin, ingest, keys, knowledge, search, serve
+    from . import admin, ingest, keys, knowledge, search, serve, sync
 
-    for module in (ingest, search, admin, serve, knowledge, keys):
+    for module in (ingest, search, admin, serve, knowledge, keys, sync):
         module.register(app)
     for optional in ("migrate", "eval", "providers", "answer", "chat", "maintenance", "models"):
         try:

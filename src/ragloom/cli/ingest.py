@@ -45,7 +45,8 @@ def progress_bars(quiet: bool = False) -> Progress:
 
 def ingest_command(
     ctx: typer.Context,
-    paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively)."),
+    paths: list[str] = typer.Argument(..., help="Files and folders to index (folders recursively), and remote sources: "
+                                      "s3://BUCKET/PREFIX, https://HOST/PATH, git+https://HOST/REPO@REF, ./repo@REF."),
     glob: Optional[list[str]] = typer.Option(None, "--glob", "-g", help="Only files matching this pattern, e.g. '**/*.md' (repeatable)."),
     chunker: Optional[str] = typer.Option(None, "--chunker", help="Chunking strategy for every file: recursive, paragraph, sentence, markdown, semantic, agentic, proposition."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -60,6 +61,18 @@ def ingest_command(
 
     Example: ragloom ingest ./docs --glob '**/*.md'
     """
+    from ..sources import is_remote, local_repository
+
+    remote = [local_repository(p) or p for p in paths if is_remote(p) or ("@" in p and local_repository(p))]
+    paths = [p for p in paths if not (is_remote(p) or ("@" in p and local_repository(p)))]
+    if remote:
+        from .sync import sync_sources
+
+        reports = sync_sources(ctx, remote, as_json, wait=0.0)
+        if not paths:
+            if any(report.status == "failed" for report in reports):
+                raise typer.Exit(1)
+            return
     overrides: dict = {"chunking": {"strategy": chunker, "by_extension": {}}} if chunker else {}
     if graph:
         overrides["graph"] = {"enabled": True}

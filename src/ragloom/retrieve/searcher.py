@@ -28,6 +28,23 @@ if TYPE_CHECKING:
     from ..parts import IndexParts
 
 
+def analysis_notes(analysis: str, query: str, preset: str) -> list[str]:
+    """A line when the store's lexical side reads text in a way that does not read the query's
+    language (a PostgreSQL index made with one text search configuration, say)."""
+    if analysis == "ragloom" or preset == "dense":
+        return []
+    from ..lang import detect_language
+    from ..lang.analysis import STEMMED
+
+    language = detect_language(query)[0]
+    reads = analysis.partition(":")[2]
+    if language in ("und", "en") and reads in ("english", "simple") or STEMMED.get(language) == reads:
+        return []
+    return [f"this index's BM25 reads text with {analysis}, not as ragloom reads {language} text: keyword matches "
+            "may be missed; an index made with store.postgres.language: ragloom (the default) reads every language "
+            "(copy it with `ragloom migrate`)"]
+
+
 class Searcher:
     """Runs searches over an index's parts; the caller's frame is where warnings point."""
 
@@ -61,6 +78,9 @@ class Searcher:
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
+        for note in analysis_notes(store.lexical_analysis, query, pipeline.name):
+            warnings.warn(note, RagloomWarning, stacklevel=stacklevel + 1)
+            notes.append(note)
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
             if store.count() == 0:
                 warnings.warn(

@@ -26,6 +26,8 @@ from ..lang import UNDETERMINED, detect_language
 from ..filters import Condition, names_source, parse_where, resolve_sources
 from .base import QueryPlan
 from .identifiers import query_identifiers
+from .pasted import pasted_text, read_traceback
+from .symbols import query_symbols
 
 _OPERATOR = re.compile(r'(?<!\S)([A-Za-z_][\w-]*):(?:"([^"]*)"|(\S*))')
 #: A quoted phrase, with ``+`` before it when the user asks it to appear in every hit. Single
@@ -36,6 +38,11 @@ _PHRASE = re.compile(
 )
 #: The same without double quotes, for a query whose double quotes do not pair up.
 _PHRASE_UNPAIRED = re.compile(_PHRASE.pattern.replace('"(?P<double>[^"]+)"|', ""))
+#: Single quotes inside a longer query are text: an error message quotes its values that way
+#: (``URL expected after 'link'``); only a query wholly in single quotes is a phrase.
+_SINGLE = r"|(?<![\w'])'(?P<single>[^']*?\w[^']*?)'(?![\w']))"
+_PHRASE_DOUBLE = re.compile(_PHRASE.pattern.replace(_SINGLE, ")"))
+_PHRASE_NONE = re.compile(_PHRASE_UNPAIRED.pattern.replace(_SINGLE, ")"))
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
@@ -56,7 +63,12 @@ def understand(
     query: str, settings: UnderstandConfig, sources: Callable[[], Sequence[str]] = lambda: ()
 ) -> Understood:
     """Apply the rules to ``query``. ``sources`` lists the index's source paths (for ``source:``)."""
-    if not settings.enabled or len(query.split()) > settings.pasted_words:
+    if not settings.enabled:
+        return Understood(query)
+    traceback = read_traceback(query) if settings.pasted and "\n" in query.strip() else None
+    if traceback is not None:  # its most specific line: the exception's message
+        return _traceback(query, traceback, settings)
+    if len(query.split()) > settings.pasted_words:
         return Understood(query)
     result = Understood(query)
     text = _operators(query, settings, sources, result)
@@ -72,6 +84,13 @@ def understand(
     if settings.identifiers and (exact := query_identifiers(text)):
         result.hints["identifiers"] = exact
         result.notes.append(f"identifiers {', '.join(exact)} -> the chunks holding them rank first")
+    if settings.symbols and (names := query_symbols(text)):
+        result.hints["symbols"] = names
+        result.notes.append(f"symbol {', '.join(names)} -> its definition ranks first")
+    # A wholly quoted query is a phrase search; its phrase is also what raises it first (``lift_pasted``).
+    if settings.pasted and (pasted := pasted_text(text)):
+        result.hints["pasted"] = pasted
+        result.notes.append("the text as written -> the passages holding it rank first")
     language = detect_language(text)[0]
     if language != UNDETERMINED:
         result.hints["lang"] = language
@@ -80,6 +99,25 @@ def understand(
     if settings.identifier_alpha is not None and is_identifier(text, settings.identifier_patterns):
         result.hints["alpha"] = settings.identifier_alpha
         result.notes.append(f"identifier-like query -> more lexical weight (hybrid alpha {settings.identifier_alpha})")
+    return result
+
+
+def _wholly_quoted(query: str) -> bool:
+    """Whether the whole query is one quoted phrase (``"…"``, ``“…”``, ``'…'``): a phrase search."""
+    return _PHRASE.fullmatch(query.strip()) is not None
+
+
+def _traceback(query: str, traceback: Any, settings: UnderstandConfig) -> Understood:
+    """A pasted traceback searched by its exception's message; without one, by its innermost
+    frame's function (looked up as a symbol)."""
+    text = " ".join(f"{traceback.exception}: {traceback.message}".split()) if traceback.message else ""
+    result = Understood(text or " ".join(traceback.functions[:1]) or query)
+    if traceback.message and (pasted := pasted_text(traceback.message)):
+        result.hints["pasted"] = pasted
+    if traceback.functions and settings.symbols and not traceback.message:
+        result.hints["symbols"] = list(traceback.functions[:1])
+    frames = ", ".join(traceback.functions[:3])
+    result.notes.append(f"a traceback -> searched by its message{f' (frames: {frames})' if frames else ''}")
     return result
 
 
@@ -156,7 +194,10 @@ def _valid_date(value: str) -> bool:
 
 
 def _phrases(text: str, out: Understood) -> str:
-    pattern = _PHRASE_UNPAIRED if text.count('"') % 2 else _PHRASE  # an unbalanced " is just a character
+    if _wholly_quoted(text):
+        pattern = _PHRASE
+    else:  # an unbalanced " is just a character; single quotes inside a longer query are text
+        pattern = _PHRASE_NONE if text.count('"') % 2 else _PHRASE_DOUBLE
 
     def take(match: re.Match[str]) -> str:
         raw = match.group("double") or match.group("curly") or match.group("single") or ""

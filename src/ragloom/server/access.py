@@ -23,7 +23,7 @@ from ..filters import all_of, matches, parse_where
 from ..stores.base import AuditEntry, sources_matching
 from ..types import Answer, Hit, IndexStats, SourceRecord
 from .errors import ApiError
-from .keys import SCOPES, KeyStore
+from .keys import KEY_NAME, SCOPES, KeyStore
 from .security import API_KEY_ENV
 from .service import IndexService
 
@@ -205,8 +205,16 @@ class ScopedIndex:
 
     # -- writes ------------------------------------------------------------------------------------
     def remove_source(self, sid: str) -> list[str]:
-        self.source(sid)  # a source the caller cannot see does not exist for it
+        record = self.source(sid)  # a source the caller cannot see does not exist for it
+        if self._conditions and not self._owns_source(record.path):
+            raise ApiError(403, "forbidden", f"the source {sid!r} holds passages the key {self.caller.name!r} may not "
+                           "read, so it may not delete it; ask a key that reads all of it (an admin)")
         return self.service.remove_source(sid)
+
+    def _owns_source(self, path: str) -> bool:
+        """Whether every chunk of the source passes the caller's filter (what a filtered key may delete)."""
+        with self.service.reader() as index:
+            return all(self.sees(chunk.metadata) for chunk in index.store.source_chunks(path))
 
     @property
     def owner(self) -> object:
@@ -221,7 +229,12 @@ class ScopedIndex:
     def upload_dir(self) -> Any:
         """A filtered key's uploads go to a folder of its own: two tenants' ``notes.md`` stay two files."""
         base = self.served.upload_dir
-        return base / "keys" / self.caller.name if self.caller.filtered and self.caller.name else base
+        if not (self.caller.filtered and self.caller.name):
+            return base
+        if not KEY_NAME.fullmatch(self.caller.name):  # a keys file written before names were checked
+            raise ApiError(403, "forbidden", f"the key name {self.caller.name!r} cannot name an upload folder; "
+                           "revoke the key and add it again under a name of letters and digits")
+        return base / "keys" / self.caller.name
 
     @contextmanager
     def as_caller(self) -> Iterator[None]:

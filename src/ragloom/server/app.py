@@ -34,8 +34,8 @@ from ..paths import PathPolicy
 from ..types import IngestReport
 from .access import Caller, Gate, ScopedIndex, Served
 from .errors import ApiError, classify
-from .jobs import IngestJobs
-from .shared_jobs import create_jobs
+from .jobs import IngestJobs, create_jobs
+from .sync_jobs import SyncScheduler
 from .keys import open_keys
 from .metrics import Metrics
 from .openapi import describe_api, methods_at
@@ -106,13 +106,19 @@ class ServerState:
         """Run blocking index work on a worker thread, at most one per reader."""
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self.limiter)
 
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a short blocking call that needs no reader (the job queue, which may be a database)
+        on a worker thread, never on the event loop."""
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
 
 def served_indexes(config: Config) -> dict[str, Config]:
     """Name -> config of each index to serve: ``server.indexes`` if set, else ``config.index`` as ``default``."""
     named = config.server.indexes or {"default": config.index}
     for name in named:
         if not _INDEX_NAME.fullmatch(name):
-            raise ConfigError(f"index name {name!r}: use letters, digits, '.', '_' and '-' (it is part of a URL)")
+            raise ConfigError(f"index name {name!r}: start with a letter or digit, then up to 63 letters, digits, "
+                              "'.', '_' and '-' (it is part of a URL and of the upload folder, so never '.' or '..')")
     return {name: _own_collection(config.model_copy(update={"index": str(path)}, deep=True), name)
             for name, path in named.items()} if config.server.indexes else {"default": config}
 
@@ -161,7 +167,11 @@ def create_app(config: Config, service: IndexService | None = None, *,
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # Configured remote sources are synced on their interval while the server runs.
+        schedulers = [SyncScheduler(served.jobs, served.service.config.sources) for served in indexes.values()]
         yield
+        for scheduler in schedulers:
+            scheduler.close()
         for served in indexes.values():
             served.jobs.close()
         for service in opened.values():

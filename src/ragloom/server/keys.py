@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from ..stores.keys import KEY_PREFIX, SCOPES, KeyRecord, KeyStore, key_hash, new_key, widest
+from ..stores.keys import KEY_NAME, KEY_PREFIX, SCOPES, KeyRecord, KeyStore, key_hash, new_key, widest
 
-__all__ = ["KEY_PREFIX", "SCOPES", "KeyRecord", "KeyStore", "KeysFile", "RateLimits", "key_hash", "new_key",
+__all__ = ["KEY_NAME", "KEY_PREFIX", "SCOPES", "KeyRecord", "KeyStore", "KeysFile", "RateLimits", "key_hash", "new_key",
            "open_keys", "parse_key_where", "widest"]
 
 

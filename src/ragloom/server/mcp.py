@@ -208,7 +208,7 @@ def build_mcp(service: IndexService | Mapping[str, IndexService], config: Config
     def ask(index: str | None = None, **arguments: Any) -> AskResult:
         """Answer a question from the user's documents, citing passages as [n].
 
-        `citations` lists each cited passage (number, source, chunk_id, section, page, text).
+        `citations` lists each cited passage (number, source, chunk_id, section, page, start_line, end_line, text).
         `strategy`: extractive (quotes the best sentences, no LLM), standard, attributed or cove
         (the server's LLM); default: the server's answer.strategy. `k` passages retrieved,
         `budget` tokens of context, `where` and `mode` as for search. `history`: the conversation's
@@ -361,6 +361,7 @@ class KeyRequired:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
+            import anyio
             from starlette.responses import JSONResponse
 
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
@@ -368,7 +369,8 @@ class KeyRequired:
             try:
                 if presented is None and self.always:  # the ingest tool is on: nobody without a key
                     raise ApiError(401, "unauthorized", "send the API key as `Authorization: Bearer KEY`")
-                caller = self.gate.caller(presented)
+                # The key store may be a database: looked up on a worker thread, never on the event loop.
+                caller = await anyio.to_thread.run_sync(self.gate.caller, presented)
             except ApiError as exc:
                 body = {"error": {"code": exc.code, "message": str(exc)}}
                 await JSONResponse(body, status_code=exc.status, headers=getattr(exc, "headers", None))(

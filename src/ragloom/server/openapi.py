@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 
 from ..config import Config
 from ..retrieve.pipeline import preset_names, preset_needs_llm
+from .schemas import NOT_BLANK
 
 #: Either way of sending the key will do (the names of the schemes routes/__init__.py declares).
 KEY_REQUIRED = [{"bearer": []}, {"apiKey": []}]
@@ -75,8 +76,8 @@ def _add_config_limits(models: dict[str, Any], config: Config) -> None:
              if has_llm or not preset_needs_llm(name, config.search.presets)]
     for name, text in (("SearchRequest", "query"), ("ContextRequest", "question"), ("AskRequest", "question")):
         properties = models[name]["properties"]
-        # Blank text is refused too: at least one character that is not white space.
-        properties[text].update(maxLength=longest, pattern=r"\S")
+        # Blank text is refused too: at least one character that is not white space (in either sense).
+        properties[text].update(maxLength=longest, pattern=NOT_BLANK)
         _string_branch(properties["mode"])["enum"] = modes
     _string_branch(models["AskRequest"]["properties"]["strategy"])["enum"] = ["auto", *strategies]
     if "ChatCompletionRequest" in models:

@@ -116,6 +116,8 @@ CitationModel = model_from_dataclass(Citation, exclude=("hit",), extra={"source_
 PassageModel = model_from_dataclass(Passage, exclude=("hit",), extra={
     "chunk_id": (str, ...), "source": (str, ...), "source_id": (str, ""), "display_path": _DISPLAY_PATH,
     "section": (str, ""),
+    "language": (str, Field("", description="the programming language of a passage of source code (shown "
+                 "verbatim, never as Markdown); empty for prose")),
     "page": (int | None, None), "score": (float, 0.0),
     "start_line": (int | None, None), "end_line": (int | None, None),
     "highlights": (list[tuple[int, int]], Field(default_factory=list,
@@ -170,6 +172,7 @@ def passage_model(passage: Passage, highlights: list[tuple[int, int]] | None = N
     return PassageModel.model_validate({
         **fields, "chunk_id": hit.chunk_id, "source": hit.source, "source_id": source_id(hit.source),
         "display_path": shown(hit.source), "section": hit.section, "page": hit.page, "score": hit.score,
+        "language": str(hit.metadata.get("language") or "") if hit.is_code else "",
         "start_line": hit.start_line, "end_line": hit.end_line, "highlights": highlights or [],
     })
 
@@ -249,6 +252,14 @@ Filter = Annotated[
          FilterValue | Annotated[FilterOperators, AfterValidator(_some_operator), Field(json_schema_extra={"minProperties": 1})]],
     WrapValidator(_one_filter_error),
 ]
+
+
+#: White space to JSON Schema (ECMAScript's ``\\s``, which has U+FEFF) or to Python (``str.isspace``,
+#: which has U+001C-U+001F and U+0085): a query made only of these is blank, for the document's
+#: pattern (``NOT_BLANK``) and for the server alike, so neither accepts what the other refuses.
+BLANK = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+                  "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+NOT_BLANK = "[^" + "".join(f"\\u{ord(c):04x}" for c in sorted(BLANK)) + "]"
 
 
 class SearchRequest(BaseModel):

@@ -22,12 +22,14 @@ from .. import errors
 from ..config import Config
 from ..context import Context
 from ..display import DisplayPaths
-from ..errors import ConfigError, IndexLockedError, QueryError
+from ..errors import ConfigError, IndexLockedError, QueryError, UnknownComponentError
 from ..index import Index
+from ..models.llm import llm_unavailable
+from ..retrieve.pipeline import PRESETS, preset_names, preset_needs_llm
 from ..stores.base import AuditEntry
 from ..types import Answer, Hit, IndexStats, SourceRecord
 from .highlight import matched_spans, query_terms
-from .schemas import PlanModel, SearchResponse, TraceModel, context_model, hit_model, source_id
+from .schemas import BLANK, PlanModel, SearchResponse, TraceModel, context_model, hit_model, source_id
 
 #: One lock per loaded LLM (``shared_llm`` builds one per process): a llama.cpp model is not
 #: thread-safe, so answers needing it run one at a time; extractive answers run in parallel.
@@ -93,7 +95,7 @@ class IndexService:
     ) -> SearchResponse:
         started = time.perf_counter()
         settings = self.config.search
-        self._check_length(query)
+        self._check_query(query, mode)
         # Index.search reports these through warnings.warn, which threads serving many requests
         # cannot catch per request (catch_warnings is process-wide): they go into the response.
         notes: list[str] = []
@@ -127,7 +129,7 @@ class IndexService:
         where: Mapping[str, Any] | None = None, mode: str | None = None,
     ) -> Any:
         """The numbered, budgeted context for ``question`` as its response model (``ContextModel``)."""
-        self._check_length(question)
+        self._check_query(question, mode)
         with self.reader() as index:
             with mode_available(mode):
                 context = index.context(question, budget=budget, k=k, where=where, mode=mode)
@@ -148,7 +150,7 @@ class IndexService:
         from ..generate.answering import choose
         from ..generate.strategies import strategy_names
 
-        self._check_length(question)
+        self._check_query(question, mode)
         wanted = strategy or self.config.answer.strategy
         if wanted != "auto" and wanted not in strategy_names():
             raise UnknownStrategyError(
@@ -199,12 +201,25 @@ class IndexService:
         terms = query_terms(question)
         return lambda text: matched_spans(text, terms)
 
-    def _check_length(self, query: str) -> None:
+    def _check_query(self, query: str, mode: str | None = None) -> None:
+        """What the OpenAPI document promises of a query before anything runs: not blank (in JSON
+        Schema's sense of white space and Python's alike), not too long, and a ``mode`` this server
+        can run (an unknown one is a 422; one needing an LLM it cannot use, a 503 at once)."""
+        if not query or all(char in BLANK for char in query):
+            raise QueryError("the query is empty; give some words to search for")
         if len(query) > self.config.server.max_query_chars:
             raise QueryTooLongError(
                 f"the query has {len(query)} characters; the limit is {self.config.server.max_query_chars} "
                 "(server.max_query_chars)"
             )
+        if mode is not None:
+            presets = self.config.search.presets
+            if mode not in presets and mode not in PRESETS:  # whatever the index holds, even nothing
+                raise UnknownComponentError("search preset", mode, preset_names(presets))
+            reason = llm_unavailable(self.config.llm) if preset_needs_llm(mode, presets) else None
+            if reason is not None:
+                raise ModeUnavailableError(f"the search preset {mode!r} cannot run on this server: it needs an LLM, "
+                                           f"and {reason}")
 
     def display_paths(self) -> DisplayPaths:
         """``source -> path as shown``: relative to the folder that was ingested."""
@@ -251,10 +266,17 @@ class IndexService:
             self._writes += 1
             self._write_lock.release()
 
+    def remote_sources(self) -> list[dict[str, Any]]:
+        """Each remote source's last sync, cursor age and error (``Index.remote_sources``)."""
+        with self.reader() as index:
+            return index.remote_sources()
+
     def remove_source(self, sid: str, wait: float = 5.0) -> list[str]:
+        """Remove a source; IndexLockedError (409) after ``wait`` seconds while this process
+        ingests, and at once while another process or replica does."""
         record = self.source(sid)
         with self.writing(wait) as index:
-            return index.remove(record.path)
+            return index.remove(record.path, wait=False)
 
 
 @contextmanager

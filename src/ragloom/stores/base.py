@@ -29,6 +29,8 @@ from ..filters import Condition, matches, value_kinds
 from ..types import Chunk, SourceRecord
 
 if TYPE_CHECKING:
+    from .jobs import JobQueue
+    from .sync_state import SyncState
     from pydantic import BaseModel
 
 
@@ -242,6 +244,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
     Options: ClassVar[type[BaseModel] | None] = None
     #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
     read_only: bool = False
+    #: How the lexical side reads text, at index and at query time: ``ragloom`` (the analysers of
+    #: ``lang/analysis.py``: every language as the embedded store reads it, identifiers whole), or
+    #: another reading the store declares (``postgresql:english``); search says so when a query's
+    #: language is one such a store does not read, and the conformance suite skips the language cases.
+    lexical_analysis: str = "ragloom"
 
     @classmethod
     @abstractmethod
@@ -269,9 +276,14 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         them; None when this store has neither (the structures are then not available)."""
         return self.catalog_database()
 
-    def ingest_jobs(self) -> Any | None:
-        """The table of ingest jobs every server over this store shares (see
-        ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
+    def sync_state(self) -> SyncState | None:
+        """Where remote sources keep their cursors (``stores/sync_state.py``), in this store so that
+        any process or replica over it continues a sync; None: this store cannot sync remote sources."""
+        return None
+
+    def ingest_jobs(self) -> JobQueue | None:
+        """The job queue every server over this store shares (``stores/jobs.py``; the database's
+        table, ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
         return None
 
     # -- housekeeping -----------------------------------------------------------------
@@ -287,10 +299,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
     def disk_bytes(self) -> int:
         return 0
 
-    def write_lock(self, folder: Path) -> contextlib.AbstractContextManager[None]:
+    def write_lock(self, folder: Path, wait: bool = True) -> contextlib.AbstractContextManager[None]:
         """Held while ingest, removal or migration writes: the index folder's lock file
         (IndexLockedError when another process holds it). A store whose index lives in a
-        server takes the server's lock instead, which every replica sees."""
+        server takes the server's lock instead, which every replica sees, and waits for it
+        unless ``wait`` is False (then IndexLockedError at once)."""
         return exclusive_write_lock(folder)
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..audit import AuditEvent, ChainReport
 from ..types import SourceRecord
 from .base import AuditEntry
+from .sync_state import SyncState
 
 if TYPE_CHECKING:  # the embedded package imports this module
     from .embedded.catalog import Catalog
@@ -59,6 +60,10 @@ class CatalogBacked:
 
     def catalog_database(self) -> sqlite3.Connection:
         return self.catalog.db
+
+    def sync_state(self) -> SyncState:
+        """Remote sources' cursors, beside the sources registry (SQLite, or the PostgreSQL schema)."""
+        return self.catalog.sync_state()
 
     def generation(self) -> int | None:
         return self.catalog.generation()

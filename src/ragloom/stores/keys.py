@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import math
 import secrets
 import time
@@ -20,7 +21,8 @@ from ..errors import UsageError
 #: Each scope includes the ones before it: write may also read, admin may do everything.
 SCOPES = ("read", "write", "admin")
 KEY_PREFIX = "rlk_"
-_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+#: A key's name: it names the key's upload folder and audit entries, so never a path (``.``, ``..``).
+KEY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def key_hash(key: str) -> str:
@@ -62,8 +64,9 @@ def new_key(name: str, existing: Sequence[KeyRecord], *, scopes: Sequence[str] =
             where: Mapping[str, Any] | None = None, rate: float | None = None, burst: int | None = None,
             ) -> tuple[str, KeyRecord]:
     """A new key and its record, checked against the keys there are (the key is stored nowhere)."""
-    if not name or set(name) - _NAME_CHARS:
-        raise UsageError(f"key name {name!r}: use letters, digits, '.', '_' and '-'")
+    if not KEY_NAME.fullmatch(name):
+        raise UsageError(f"key name {name!r}: start with a letter or digit, then up to 63 letters, digits, '.', "
+                         "'_' and '-' (it names the key's upload folder, so never a path like '.' or '..')")
     if rate is not None and rate <= 0:
         raise UsageError(f"--rate {rate}: give a positive number of requests a second")
     if any(r.name == name for r in existing):

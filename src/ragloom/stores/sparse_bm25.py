@@ -37,6 +37,8 @@ K1, B = 1.2, 0.75
 DEFAULT_AVGDL = 150.0
 #: The catalog's key for the fixed mean length.
 AVGDL_META = "sparse_bm25_avgdl"
+#: How a key of an identifier, read whole, begins (``id:parse_set``).
+IDENTIFIER_PREFIX = "id:"
 #: The catalog's key for the language families the collection's chunks are read by.
 FAMILIES_META = "sparse_bm25_families"
 
@@ -64,7 +66,7 @@ class SparseBM25:
             for term, count in self._analyzers.term_counts("en", parts).items():
                 counts[f"en:{term}"] += count
         for identifier in identifiers(chunk.text):
-            counts[f"id:{identifier}"] += 1
+            counts[f"{IDENTIFIER_PREFIX}{identifier}"] += 1
         return counts
 
     def length(self, chunk: Chunk) -> int:
@@ -74,7 +76,7 @@ class SparseBM25:
 
     def document(self, chunk: Chunk) -> tuple[list[int], list[float]]:
         counts = self.chunk_terms(chunk)
-        dl = sum(n for key, n in counts.items() if not key.startswith("id:"))
+        dl = self.chunk_length(counts)
         norm = K1 * (1 - B + B * dl / self.avgdl)
         weights: dict[int, float] = {}
         for key, tf in counts.items():
@@ -86,25 +88,36 @@ class SparseBM25:
         """The families these chunks are read by."""
         return {family_of(chunk.metadata.get("lang")).name for chunk in chunks}
 
-    def query(self, text: str, families: Iterable[str] = FAMILIES) -> tuple[list[int], list[float]]:
-        """The query read by each of ``families`` (every one by default), plus its identifiers and
+    def query_terms(self, text: str, families: Iterable[str] = FAMILIES, limit: int | None = None) -> dict[str, float]:
+        """The query's ``family:term`` keys, read by each of ``families`` (every one by default)
+        with how often it says each (at most ``limit`` terms a family), plus its identifiers and
         camelCase parts."""
-        weights: dict[int, float] = {}
-
-        def add(key: str, count: float) -> None:
-            index = term_index(key)
-            weights[index] = weights.get(index, 0.0) + count
-
+        weights: dict[str, float] = {}
         for family in families:
-            for term, count in self._analyzers.term_counts(family, text).items():
-                add(f"{family}:{term}", count)
+            counts = list(self._analyzers.term_counts(family, text).items())
+            for term, count in counts[:limit] if limit else counts:
+                key = f"{family}:{term}"
+                weights[key] = weights.get(key, 0.0) + count
         parts = camel_parts(text)
         if parts:
             for term in dict.fromkeys(self._analyzers.term_counts("en", parts)):
-                add(f"en:{term}", 1.0)
+                weights[f"en:{term}"] = weights.get(f"en:{term}", 0.0) + 1.0
         for identifier in identifiers(text):
-            add(f"id:{identifier}", 1.0)
+            key = f"{IDENTIFIER_PREFIX}{identifier}"
+            weights[key] = weights.get(key, 0.0) + 1.0
+        return weights
+
+    def query(self, text: str, families: Iterable[str] = FAMILIES) -> tuple[list[int], list[float]]:
+        """The query's sparse vector (``query_terms``, each key hashed to its index)."""
+        weights: dict[int, float] = {}
+        for key, count in self.query_terms(text, families).items():
+            index = term_index(key)
+            weights[index] = weights.get(index, 0.0) + count
         return _sorted(weights)
+
+    def chunk_length(self, counts: Counter[str]) -> int:
+        """A chunk's length in terms (``dl``) from its ``chunk_terms``: identifiers whole not counted."""
+        return sum(n for key, n in counts.items() if not key.startswith(IDENTIFIER_PREFIX))
 
 
 def mean_length(model: SparseBM25, chunks: Iterable[Chunk]) -> float:

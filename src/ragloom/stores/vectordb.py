@@ -52,6 +52,7 @@ from .catalog_backed import CatalogBacked
 from .derived import run_or_rebuild
 from .embedded.catalog import Catalog
 from .embedded.lexical import LexicalIndex
+from .jobs import JobQueue
 
 #: A candidate: chunk id, score, metadata (when asked for).
 Row = tuple[str, float, dict[str, Any] | None]
@@ -115,7 +116,7 @@ class VectorDBStore(CatalogBacked, Store):
         db = self.catalog_database()
         return db if db is not None else getattr(self.catalog, "database", None)
 
-    def ingest_jobs(self) -> Any | None:
+    def ingest_jobs(self) -> JobQueue | None:
         """With the catalog in PostgreSQL, ingest jobs are there too, shared by every replica."""
         if self.catalog_url is None:
             return None

@@ -18,8 +18,7 @@ Needs pytest.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,6 +160,32 @@ def brute_force(
     conditions = parse_where(where)
     scored = [Candidate(cid, float(v @ query)) for cid, (c, v) in written.items() if matches(c.metadata, conditions)]
     return rank_candidates(scored, k)
+
+
+# A fixed corpus for BM25 against an independent implementation (bm25s): words that every
+# analyser keeps as they are (no stop word, no stem, no identifier), lengths and counts that vary.
+BM25_K1, BM25_B = 1.2, 0.75
+BM25_TEXTS = [
+    "river river mountain",
+    "river forest desert harbor valley meadow",
+    "mountain mountain mountain forest",
+    "desert",
+    "harbor valley river mountain forest desert meadow harbor valley river",
+    "meadow meadow forest forest river",
+    "valley",
+    "forest mountain harbor desert river meadow valley forest mountain harbor desert river",
+]
+BM25_QUERIES = ["river", "mountain forest", "meadow harbor valley", "desert", "valley river mountain"]
+
+
+def bm25_reference(texts: list[str], query: str) -> list[float]:
+    """BM25 scores of ``query`` over ``texts`` by bm25s (Lucene's idf, ``ln(1 + (N - n + 0.5) /
+    (n + 0.5))``), with the ``(k1 + 1)`` numerator ragloom's stores keep (bm25s leaves it out)."""
+    import bm25s
+
+    reference = bm25s.BM25(method="lucene", k1=BM25_K1, b=BM25_B)
+    reference.index([text.split() for text in texts], show_progress=False)
+    return [float(score) * (BM25_K1 + 1) for score in reference.get_scores(query.split())]
 
 
 # -- the suite ------------------------------------------------------------------------------
@@ -307,7 +332,7 @@ class SourceRegistryConformance(StoreFixtures):
         ]
         vectors = np.stack([unit_vector(30 + i) for i in range(len(fresh))])
         record = record_for("a.md", fresh, version="parts")
-        write = store.begin_source(replace(record, chunk_count=0))
+        write = store.begin_source(dataclasses.replace(record, chunk_count=0))
         for start in (0, 2, 4):
             write.add(fresh[start : start + 2], vectors[start : start + 2])
         write.commit(record)
@@ -480,6 +505,22 @@ class ChunkSearchConformance(StoreFixtures):
         }
         assert store.search_lexical("river mountain", 1000) == broad
 
+    def test_bm25_scores_match_an_independent_implementation(self, store: Store) -> None:
+        """Every store's BM25 (tantivy's, PostgreSQL's postings, Qdrant's sparse vectors) gives the
+        scores bm25s gives on a fixed corpus, written as one source (so a mean length fixed at the
+        first write is the corpus's)."""
+        pytest.importorskip("bm25s", reason="pip install bm25s (the test extra)")
+        chunks = synthetic_chunks("bm25.md", list(range(len(BM25_TEXTS))), lambda n: BM25_TEXTS[n])
+        store.set_embedder_info(EMBEDDER)
+        store.replace_source(record_for("bm25.md", chunks), chunks, np.stack([unit_vector(n) for n in range(len(chunks))]))
+        store.flush()
+        for query in BM25_QUERIES:
+            expected = {c.id: score for c, score in zip(chunks, bm25_reference(BM25_TEXTS, query)) if score > 0}
+            got = {c.chunk_id: c.score for c in store.search_lexical(query, len(chunks))}
+            assert got.keys() == expected.keys(), query
+            for chunk_id, score in expected.items():
+                assert got[chunk_id] == pytest.approx(score, rel=1e-4), query
+
     @pytest.mark.parametrize("where", [{"kind": "note"}, {"tags": "x"}, {"page": {"$gte": 3}}, {"absent": "x"},
                                        {"kind": {"$contains": "ote"}}])
     def test_lexical_search_honours_filters(self, shared: tuple, where: dict) -> None:
@@ -491,6 +532,68 @@ class ChunkSearchConformance(StoreFixtures):
         got = store.search_lexical("river mountain forest", 1000, conditions)
         assert_same_ranking(got, expected, 1e-5)  # a filter changes which chunks, never their BM25 score
         assert store.search_lexical("river mountain forest", 2, conditions) == got[:2]
+
+
+#: Definitions of a small code base: (source, symbol, kind).
+SYMBOL_CORPUS = [
+    ("shop/style.py", "Style", "class"), ("shop/style.py", "Style.parse", "method"),
+    ("shop/style.py", "Style.__repr__", "method"), ("shop/theme.py", "Theme.get_style", "method"),
+    ("shop/theme.py", "parse", "function"), ("shop/box.cpp", "Box::close", "function"),
+    ("shop/index.ts", "$store.get_item", "function"),
+]
+#: A name as a developer types it -> the symbols it must find (exact and loose keys, ``ragloom.symbols``).
+SYMBOL_QUERIES: list[tuple[str, set[str]]] = [
+    ("Style.parse", {"Style.parse"}),
+    ("parse", {"Style.parse", "parse"}),
+    ("shop.style.Style", {"Style"}),
+    ("STYLE.PARSE", {"Style.parse"}),
+    ("theme.getStyle", {"Theme.get_style"}),
+    ("__repr__", {"Style.__repr__"}),
+    ("Box::close", {"Box::close"}),
+    ("$store.getItem", {"$store.get_item"}),
+    ("Styles", set()),
+]
+
+
+def write_symbols(store: Store) -> dict[str, str]:
+    """Write ``SYMBOL_CORPUS`` as code chunks carrying their lookup keys; return chunk id -> symbol."""
+    from ..symbols import SYMBOLS_FIELD, module_parts, split_symbol, symbol_keys
+
+    store.set_embedder_info(EMBEDDER)
+    written: dict[str, str] = {}
+    for source in dict.fromkeys(s for s, _, _ in SYMBOL_CORPUS):
+        chunks = []
+        for index, (symbol, kind) in enumerate((sym, k) for src, sym, k in SYMBOL_CORPUS if src == source):
+            text = f"definition of {symbol}"
+            metadata = {"source": source, "doc_id": source, "chunk_index": index, "symbol": symbol, "kind": kind,
+                        "language": "python", SYMBOLS_FIELD: symbol_keys(module_parts(source), split_symbol(symbol))}
+            chunks.append(Chunk(id=Chunk.make_id(source, source, index, index, index + 1, "test"), text=text,
+                                source=source, doc_id=source, chunk_index=index, start=index, end=index + 1,
+                                policy="test", content_hash=content_hash(source + text), token_count=3,
+                                metadata=metadata))
+            written[chunks[-1].id] = symbol
+        store.replace_source(record_for(source, chunks), chunks, np.stack([unit_vector(len(written) + i)
+                                                                           for i in range(len(chunks))]))
+    store.flush()
+    return written
+
+
+class SymbolSearchConformance(StoreFixtures):
+    """Symbols are looked up by their keys, a list-valued metadata field (``ragloom.symbols``):
+    every store answers ``$in`` on it exactly, alone and with other filters."""
+
+    @pytest.mark.parametrize("name, expected", SYMBOL_QUERIES, ids=[q for q, _ in SYMBOL_QUERIES])
+    def test_a_name_finds_its_definitions_by_their_keys(self, store: Store, name: str, expected: set[str]) -> None:
+        from ..filters import Condition
+        from ..symbols import SYMBOLS_FIELD, query_keys
+
+        written = write_symbols(store)
+        exact, loose = query_keys(name)
+        wanted = Condition(SYMBOLS_FIELD, "$in", tuple(exact + loose))
+        found = store.search_dense(unit_vector(3), 50, (wanted,))
+        assert {written[c.chunk_id] for c in found} == expected
+        theme_only = store.search_dense(unit_vector(3), 50, (wanted, Condition("source", "$eq", "shop/theme.py")))
+        assert {written[c.chunk_id] for c in theme_only} == {s for s in expected if s in ("parse", "Theme.get_style")}
 
 
 class AuditLogConformance(StoreFixtures):
@@ -526,7 +629,64 @@ class AuditLogConformance(StoreFixtures):
         assert report.ok and report.entries == len(events) and report.head == events[-1].hash
 
 
-class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, AuditLogConformance):
+#: One passage per language (its ``lang`` as ingest detects it), each found first by a query in
+#: its own language only when the store reads that language as ``lang/analysis.py`` does: Thai by
+#: its words, Chinese by bigrams, Hindi with its suffixes cut, German stemmed, code by its
+#: identifiers whole and by its camelCase words' parts.
+LANGUAGE_PASSAGES = {
+    "th": ("แมวนอนหลับอยู่บนหลังคาบ้านทุกวันตอนบ่าย", "หลังคาบ้าน"),
+    "zh": ("北京是中国的首都，城里有很多历史悠久的古老建筑。", "历史建筑"),
+    "hi": ("भारत की राजधानी नई दिल्ली है और यहाँ हर साल बहुत सारे पर्यटक आते हैं।", "पर्यटकों"),
+    "ar": ("القاهرة هي عاصمة مصر وأكبر مدنها من حيث عدد السكان.", "عاصمة مصر"),
+    "de": ("Die alten Häuser stehen dicht am Ufer des Flusses.", "Haus am Fluss"),
+    "en": ("Rivers carry sediment from the mountains down to the sea.", "sediment carried by rivers"),
+    "code": ("def refresh(self):\n    return self.fetchUserProfile(self.session_token)", "user profile"),
+    "ident": ("def start(self):\n    self._render_buffer.clear()\n    return MAX_RETRY_COUNT", "_render_buffer"),
+}
+_PASSAGE_LANG = {"code": "en", "ident": "en"}
+
+
+class LexicalAnalysisConformance(StoreFixtures):
+    """BM25 reads every language, and identifiers, as ``lang/analysis.py`` does (the embedded
+    store's tantivy fields, Qdrant's sparse vectors, PostgreSQL's postings): a store whose lexical
+    side cannot declares it with ``lexical_analysis`` other than ``ragloom`` and skips these."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def languages(cls, store_config: Config, tmp_path_factory: pytest.TempPathFactory
+                  ) -> Iterator[tuple[Store, dict[str, str]]]:
+        index_dir = tmp_path_factory.mktemp("languages") / "index"
+        opener = StoreOpener(index_dir, cls.config_for(store_config, index_dir))
+        store = opener.open()
+        if store.lexical_analysis != "ragloom":
+            opener.close_all()
+            pytest.skip(f"this store reads text with {store.lexical_analysis}, as it declares")
+        store.set_embedder_info(EMBEDDER)
+        ids: dict[str, str] = {}
+        for n, (name, (text, _)) in enumerate(LANGUAGE_PASSAGES.items()):
+            source = f"{name}.txt"
+            chunk = synthetic_chunks(source, [n], lambda _: text)[0]
+            chunk = dataclasses.replace(chunk, metadata={**chunk.metadata, "lang": _PASSAGE_LANG.get(name, name)})
+            store.replace_source(record_for(source, [chunk]), [chunk], np.stack([unit_vector(n)]))
+            ids[name] = chunk.id
+        store.flush()
+        yield store, ids
+        opener.close_all()
+
+    @pytest.mark.parametrize("name", list(LANGUAGE_PASSAGES))
+    def test_each_language_is_read_as_the_analysis_reads_it(self, languages: tuple, name: str) -> None:
+        store, ids = languages
+        hits = store.search_lexical(LANGUAGE_PASSAGES[name][1], 3)
+        assert hits and hits[0].chunk_id == ids[name], [h.chunk_id for h in hits]
+
+    def test_a_query_in_two_languages_finds_both(self, languages: tuple) -> None:
+        store, ids = languages
+        query = f"{LANGUAGE_PASSAGES['th'][1]} {LANGUAGE_PASSAGES['zh'][1]}"
+        assert {h.chunk_id for h in store.search_lexical(query, 2)} == {ids["th"], ids["zh"]}
+
+
+class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, SymbolSearchConformance,
+                       AuditLogConformance, LexicalAnalysisConformance):
     """The behaviour every store shares: the three parts of the Store interface, one suite.
 
     Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
@@ -550,3 +710,65 @@ def _audit_entry(query: str, created_at: float | None = None) -> AuditEntry:
               {"rank": 2, "chunk_id": "c2", "score": 0.5, "source": "b.md"}],
         elapsed_ms=1.5, created_at=created_at or time.time(), embedder="test:synthetic",
     )
+
+
+class SyncStateConformance(StoreFixtures):
+    """Remote sources' cursors (``stores/sync_state.py``), as every store that syncs them keeps them:
+    saved, read back by another opening of the store, leased to one holder at a time, scheduled once."""
+
+    def test_sources_and_items_are_kept_and_read_back_by_another_opening(self, opener: StoreOpener) -> None:
+        from ..stores.sync_state import RemoteItemState, RemoteSourceState
+
+        store = opener.open()
+        state = store.sync_state()
+        assert state is not None and state.remote_sources() == []
+        state.save_remote_source(RemoteSourceState("docs", "s3://bucket/docs", cursor={"commit": "abc"},
+                                                   status="ok", report={"added": 2}))
+        items = [RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-1"', {"size": 3}),
+                 RemoteItemState("b.md", "s3://bucket/docs/b.md", '"etag-2"', {"links": ["x", "y"]})]
+        state.put_remote_items("docs", items)
+        state.put_remote_items("docs", [RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-3"')])
+        state.put_remote_items("other", [RemoteItemState("a.md", "x", "1")])
+        again = opener.reopen(store).sync_state()
+        assert again is not None
+        found = again.remote_source("docs")
+        assert found is not None and (found.uri, found.cursor, found.status, found.report) == (
+            "s3://bucket/docs", {"commit": "abc"}, "ok", {"added": 2})
+        assert again.remote_items("docs") == {
+            "a.md": RemoteItemState("a.md", "s3://bucket/docs/a.md", '"etag-3"', {}),
+            "b.md": RemoteItemState("b.md", "s3://bucket/docs/b.md", '"etag-2"', {"links": ["x", "y"]}),
+        }
+        again.delete_remote_items("docs", ["b.md"])
+        assert list(again.remote_items("docs")) == ["a.md"]
+        again.forget_remote_source("docs")
+        assert again.remote_source("docs") is None and again.remote_items("docs") == {}
+        assert list(again.remote_items("other")) == ["a.md"]
+
+    def test_one_holder_syncs_a_source_and_a_dead_holders_lease_runs_out(self, store: Store) -> None:
+        state = store.sync_state()
+        assert state is not None
+        first = state.begin_sync("docs", "https://example.org/", "replica-1", lease=30)
+        assert first is not None and first.status == "running" and first.holder == "replica-1"
+        assert state.begin_sync("docs", "https://example.org/", "replica-2", lease=30) is None
+        assert state.renew_sync("docs", "replica-1", 30) and not state.renew_sync("docs", "replica-2", 30)
+        first.status, first.holder = "ok", None
+        assert not state.end_sync(first, "replica-2")
+        assert state.end_sync(first, "replica-1")
+        saved = state.remote_source("docs")
+        assert saved is not None and saved.status == "ok" and saved.holder is None
+        # A holder that stops renewing (its process died) loses the source once its lease runs out.
+        assert state.begin_sync("docs", "https://example.org/", "replica-1", lease=0.2) is not None
+        time.sleep(0.3)
+        taken = state.begin_sync("docs", "https://example.org/", "replica-2", lease=30)
+        assert taken is not None and taken.holder == "replica-2"
+        assert not state.renew_sync("docs", "replica-1", 30)
+
+    def test_a_due_sync_is_scheduled_once(self, store: Store) -> None:
+        state = store.sync_state()
+        assert state is not None
+        assert state.claim_schedule("docs", "s3://b/p", interval=60)
+        assert not state.claim_schedule("docs", "s3://b/p", interval=60)
+        assert state.claim_schedule("site", "https://example.org/", interval=0)
+        # Not while a holder's lease is live, whatever the interval.
+        assert state.begin_sync("site", "https://example.org/", "replica-1", lease=30) is not None
+        assert not state.claim_schedule("site", "https://example.org/", interval=0)

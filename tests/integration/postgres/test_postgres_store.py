@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -351,3 +352,23 @@ def test_a_large_write_rebuilds_the_postings_indexes_and_scores_as_a_row_by_row_
         store.delete_source("seed.md")
     for query in ["river delta", "heron stone bank", "filler3 river"]:
         assert bulk.search_lexical(query, 50) == rows.search_lexical(query, 50), query
+
+
+def test_an_index_keeps_the_analysis_it_was_made_with_and_search_says_what_it_cannot_read(open_store):
+    """A new index reads text as ragloom does (Thai by its words); one made with a PostgreSQL text
+    search configuration keeps it, declares it, and a search in a language it does not read says so."""
+    from ragloom.retrieve.searcher import analysis_notes
+
+    thai = "แมวนอนหลับอยู่บนหลังคาบ้านทุกวัน"
+    for language, found in (("ragloom", 1), ("english", 0)):
+        store = open_store(language=language)
+        store.set_embedder_info(EMBEDDER)
+        chunks = synthetic_chunks("th.md", [1], lambda n: thai)
+        chunks = [replace(c, metadata={**c.metadata, "lang": "th"}) for c in chunks]
+        store.replace_source(record_for("th.md", chunks), chunks, np.stack([unit_vector(1)]))
+        assert len(store.search_lexical("หลังคาบ้าน", 5)) == found
+    assert store.lexical_analysis == "postgresql:english"
+    assert analysis_notes(store.lexical_analysis, "หลังคาบ้านอยู่ที่ไหน", "hybrid")
+    assert not analysis_notes(store.lexical_analysis, "where is the roof of the house", "hybrid")
+    assert not analysis_notes(store.lexical_analysis, "หลังคาบ้านอยู่ที่ไหน", "dense")
+    assert not analysis_notes("ragloom", "หลังคาบ้านอยู่ที่ไหน", "hybrid")

@@ -95,6 +95,25 @@ def test_odd_paths_are_4xx_json_with_stable_codes_on_one_kept_alive_connection(s
         shutil.rmtree(holder)
 
 
+def test_folder_links_inside_an_ingested_folder_are_reported_never_silently_dropped(served):
+    folder = served.docs / "linked"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "kept.md").write_text("# Kept\n\nTapirs browse at dusk.\n")
+    os.symlink("..", folder / "notes" / "up")  # a loop: it leads to a folder that holds it
+    os.symlink("notes", folder / "alias")  # the same folder again under another name
+    try:
+        with served.client() as client:
+            accepted = client.post("/v1/ingest", json={"paths": [str(folder)]})
+            assert accepted.status_code == 202, accepted.text
+            job = served.wait_job(client, accepted.json()["id"])
+        report = job["report"]
+        assert job["state"] == "done" and report["added"] == [str(folder / "notes" / "kept.md")]
+        assert [(Path(f["path"]).name, "symlink loop" in f["error"]) for f in report["failed"]] == [("up", True)]
+        assert any(str(folder / "alias") in w and "skipped: a symlink to the folder" in w for w in report["warnings"])
+    finally:
+        shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize("path, body", [
     ("/v1/search", {"query": "frames", "k": True}),
     ("/v1/search", {"query": "frames", "k": "3"}),

@@ -8,8 +8,9 @@ a large-k context, the audit log, filters that try to widen the key's (``$ne``, 
 ``$not``), presets and stages that fetch more candidates (rerank, MMR, graph, RAPTOR), the query
 cache, a ``source:`` operator, and the grep fallback with the embedder down. Every response's raw
 bytes are searched for B's text, title, source path and id, and chunk ids. The same suite runs on
-the embedded store, Chroma (its real server, started here) and Qdrant's local mode. The embedder is
-the fake Ollama (real wire format), so it can be stopped for the fallback.
+the embedded store, Chroma (its real server, started here), Qdrant's local mode and PostgreSQL (a
+real server, pgserver: both indexes, the jobs and the uploads' bytes in the database). The embedder
+is the fake Ollama (real wire format), so it can be stopped for the fallback.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ragloom.server.keys import KeysFile
 from ragloom.testing.fakes import FakeOllama, FakeOpenAI
 
 ADMIN_KEY = "admin-key-0123456789"
-BACKENDS = ["embedded", "chroma", "qdrant"]
+BACKENDS = ["embedded", "chroma", "qdrant", "postgres"]
 
 ALPHA = """# Alpha kettle notes
 
@@ -89,11 +90,16 @@ def store_settings(backend: str, root: Path, chroma) -> dict:
     if backend == "chroma":  # one server; each index gets <collection>-<name> of its own
         collection = "t" + hashlib.sha1(str(root).encode()).hexdigest()[:16]
         return {"backend": "chroma", "chroma": {"host": chroma.host, "port": chroma.port, "collection": collection}}
+    if backend == "postgres":
+        return {"backend": "postgres"}
     return {"backend": backend}
 
 
-def tenancy_config(root: Path, backend: str, ollama_url: str, chroma, llm_url: str) -> dict:
+def tenancy_config(root: Path, backend: str, ollama_url: str, chroma, llm_url: str, postgres=None) -> dict:
     folders = {"docs": root / "idx-docs", "hr": root / "idx-hr"}
+    if backend == "postgres":  # each index a schema of the one database (named by URL, as README shows)
+        suffix = hashlib.sha1(str(root).encode()).hexdigest()[:10]
+        folders = {name: postgres.url(f"t{name}{suffix}") for name in folders}
     return {
         "llm": {"provider": "openai", "model": "gpt-4o-mini", "base_url": llm_url, "timeout": 5},
         "index": str(folders["docs"]),
@@ -122,8 +128,10 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture(scope="module", params=BACKENDS)
 def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenancy]:
     backend = request.param
-    pytest.importorskip({"embedded": "ragloom", "chroma": "chromadb", "qdrant": "qdrant_client"}[backend])
+    pytest.importorskip({"embedded": "ragloom", "chroma": "chromadb", "qdrant": "qdrant_client",
+                         "postgres": "pgserver"}[backend])
     chroma = request.getfixturevalue("chroma_server") if backend == "chroma" else None
+    postgres = request.getfixturevalue("postgres_server") if backend == "postgres" else None
     root = tmp_path_factory.mktemp(f"tenancy-{backend}")
     stack = ExitStack()
     ollama = FakeOllama(embed_models={"nomic-embed-text": 64}).start()
@@ -132,7 +140,7 @@ def tenancy(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         str(m.get("content", "")) for m in messages)).start()
     saved_key = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = "sk-test"
-    settings = tenancy_config(root, backend, ollama.url, chroma, llm.url)
+    settings = tenancy_config(root, backend, ollama.url, chroma, llm.url, postgres)
     (root / "ragloom.yaml").write_text(json.dumps(settings), encoding="utf-8")  # for `ragloom mcp` below
     keys_file = KeysFile(root / "keys.json")
     keys = {
@@ -435,15 +443,15 @@ def test_mcp_over_http_never_returns_b_and_stops_a_revoked_key(tenancy: Tenancy)
 
 
 def test_mcp_over_stdio_acts_as_the_key_in_the_environment(tenancy: Tenancy):
-    if tenancy.backend != "embedded":
+    if tenancy.backend not in ("embedded", "postgres"):
         pytest.skip("one process at a time may open a Qdrant local folder; the in-process test covers the stores")
     pytest.importorskip("mcp")
     from mcp import Client, StdioServerParameters
 
+    indexes = tenancy.state.config.server.indexes  # folders, or database URLs: a second process opens them too
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "ragloom", "mcp", "--keys-file", str(tenancy.keys_file),
-                                      "--index", f"docs={tenancy.root / 'idx-docs'}",
-                                      "--index", f"hr={tenancy.root / 'idx-hr'}"],
+                                      "--index", f"docs={indexes['docs']}", "--index", f"hr={indexes['hr']}"],
         env=subprocess_env(RAGLOOM_MCP_KEY=tenancy.keys["alice"]), cwd=str(tenancy.root))
 
     async def session() -> list[str]:
@@ -477,6 +485,28 @@ def test_read_only_and_tenant_keys_cannot_write_beyond_their_scope(tenancy: Tena
     assert upload.status_code == delete.status_code == by_path.status_code == 403
     assert {upload.json()["error"]["code"], delete.json()["error"]["code"]} == {"forbidden"}
     assert [s["id"] for s in still] == [a_source]
+
+
+def test_a_write_key_deletes_only_a_source_all_of_whose_chunks_it_reads(tenancy: Tenancy):
+    """A key whose filter lets one section of alpha.md through sees the source, but may not delete
+    the rest of it with it."""
+    with tenancy.client(ADMIN_KEY) as admin:
+        hit = admin.post("/v1/search", json={"query": "failed kettle deploy rolls back", "k": 1}).json()["hits"][0]
+        assert hit["source"].endswith("alpha.md") and hit["section"]
+        sources = admin.get("/v1/sources").json()
+    keys = KeysFile(tenancy.keys_file)
+    key = keys.add("rollback-writer", scopes=["write"], where={"section": hit["section"]})[0]
+    try:
+        with tenancy.client(key) as narrow:
+            seen = narrow.get("/v1/sources").json()
+            refused = narrow.delete(f"/v1/sources/{seen[0]['id']}")
+    finally:
+        keys.revoke("rollback-writer")
+    assert [s["path"] for s in seen] == [hit["source"]]
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden", refused.text
+    assert "may not read" in refused.json()["error"]["message"]
+    with tenancy.client(ADMIN_KEY) as admin:
+        assert admin.get("/v1/sources").json() == sources  # nothing was deleted
 
 
 def test_indexes_a_key_may_not_use_look_like_unknown_ones(tenancy: Tenancy):

@@ -132,6 +132,97 @@ def test_passages_are_text_not_markup(served, browser):
                     client.delete(f"/v1/sources/{source['id']}")
 
 
+#: WEB_PAGE_CODE_SCREENSHOT / WEB_PAGE_MARKDOWN_SCREENSHOT: keep screenshots of a code hit and of a
+#: Markdown hit with fenced code (docs/web-code-hit.png and docs/web-markdown-hit.png are made this way).
+CODE_SCREENSHOT = os.environ.get("WEB_PAGE_CODE_SCREENSHOT")
+MARKDOWN_SCREENSHOT = os.environ.get("WEB_PAGE_MARKDOWN_SCREENSHOT")
+
+PROGRESS_BAR = '''"""A progress bar."""
+
+
+class ProgressBar(JupyterMixin):
+    """Renders a (progress) bar. Used by rich.progress."""
+
+    def __init__(self, total: float = 100.0, completed: float = 0, width: int | None = None) -> None:
+        self.total = total
+        self.completed = completed
+        self.width = width
+
+    def __repr__(self) -> str:
+        return f"<Bar {self.completed!r} of {self.total!r}>"
+
+    def update(self, completed: float, total: float | None = None, **kwargs) -> None:
+        """Update progress with new values."""
+        self.completed = completed
+        self.total = total if total is not None else self.total
+''' + "".join(f"\n\n    def step_{n}(self) -> float:\n        return self.completed * {n} / self.total\n"
+                for n in range(12))
+
+FENCED = """# Progress bars
+
+Make one and show it; `**kwargs` go to the bar, and `width` is an `int | None`.
+
+```python
+bar = ProgressBar(total=100, width=None)
+bar.update(50, **kwargs)
+print(repr(bar))
+```
+"""
+
+
+def test_code_hits_are_verbatim_numbered_and_highlighted(served, browser):
+    code, notes = served.docs / "progress_bar.py", served.docs / "progress-notes.md"
+    code.write_text(PROGRESS_BAR)
+    notes.write_text(FENCED)
+    try:
+        with served.client() as client:
+            job = client.post("/v1/ingest", json={"paths": [str(code), str(notes)]}).json()
+            assert served.wait_job(client, job["id"])["state"] == "done"
+        browser.get(served.url + "/?" + urlencode({"q": "ProgressBar __repr__"}))
+        wait = WebDriverWait(browser, 60)
+        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#results .hit .code-box")))
+        first = browser.find_element(By.CSS_SELECTOR, "#results .hit")
+        line = 1 + PROGRESS_BAR.splitlines().index("    def __repr__(self) -> str:")
+        assert first.find_element(By.CSS_SELECTOR, ".source").text == f"progress_bar.py:{line}"
+        assert "ProgressBar.__repr__" in first.find_element(By.CSS_SELECTOR, ".where").text
+        # The code as written: no Markdown (no <strong> for __repr__), indentation kept, in <pre><code>.
+        shown = first.find_element(By.CSS_SELECTOR, ".code-box pre.code code.hljs")
+        assert shown.find_elements(By.TAG_NAME, "strong") == []
+        assert '    def __repr__(self) -> str:\n        return f"<Bar {self.completed!r} of {self.total!r}>"' in shown.text
+        assert shown.find_elements(By.CSS_SELECTOR, ".hljs-keyword"), "highlight.js coloured nothing"
+        numbers = first.find_element(By.CSS_SELECTOR, ".code-box .gutter").text.split()
+        assert str(line) in numbers and str(line + 1) in numbers
+        if CODE_SCREENSHOT:
+            Path(CODE_SCREENSHOT).parent.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(CODE_SCREENSHOT)
+
+        # A Markdown hit stays Markdown, and its fenced code is code: `**kwargs` and `int | None` as written.
+        browser.get(served.url + "/?" + urlencode({"q": "progress bars kwargs width int None"}))
+        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "#results .hit .md pre code")))
+        hit = next(h for h in browser.find_elements(By.CSS_SELECTOR, "#results .hit")
+                   if h.find_element(By.CSS_SELECTOR, ".source").text == "progress-notes.md")
+        block = hit.find_element(By.CSS_SELECTOR, ".md pre code")
+        assert "bar.update(50, **kwargs)" in block.text and "hljs" in block.get_attribute("class")
+        assert block.find_elements(By.CSS_SELECTOR, "span.hljs-number")  # coloured after Markdown was rendered
+        assert [c.text for c in hit.find_elements(By.CSS_SELECTOR, ".md p code")] == ["**kwargs", "width", "int | None"]
+        if MARKDOWN_SCREENSHOT:
+            browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", hit)
+            browser.save_screenshot(MARKDOWN_SCREENSHOT)
+        # Code hits rendered after Markdown keep highlight.js's colours (the sanitiser's class rule).
+        browser.find_element(By.ID, "query").clear()
+        browser.find_element(By.ID, "query").send_keys("ProgressBar.update")
+        browser.find_element(By.ID, "go").click()
+        wait.until(lambda d: "def update" in d.find_element(By.CSS_SELECTOR, "#results .hit").text)
+        assert browser.find_elements(By.CSS_SELECTOR, "#results .hit .code-box .hljs-keyword")
+    finally:
+        with served.client() as client:
+            for source in client.get("/v1/sources").json():
+                if source["path"] in (str(code), str(notes)):
+                    client.delete(f"/v1/sources/{source['id']}")
+        code.unlink()
+        notes.unlink()
+
+
 def test_ask_streams_an_answer_whose_citations_scroll_to_their_passages(served, browser):
     browser.set_window_size(1200, 700)
     browser.get(served.url + "/")

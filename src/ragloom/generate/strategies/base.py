@@ -51,6 +51,8 @@ class AnswerRequest:
     #: A follow-up read after the conversation's previous question ("What is a CDN? Does it cost
     #: more?"): what "it" and "them" point at, for judging which sentences answer the turn.
     in_context: str | None = None
+    #: ``source -> path as shown`` (relative to the ingested folder), for ``path:lines`` in answers.
+    shown: Callable[[str], str] | None = None
 
     def require_llm(self, strategy: str) -> LLM:
         if self.llm is None:

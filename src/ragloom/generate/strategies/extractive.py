@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,6 +58,60 @@ class Candidate:
     score: float = 0.0
     #: A follow-up's probability against the question read after the previous one (0 otherwise).
     in_context: float = 0.0
+    #: A block of source code: where it is (``path:start-end``) and its language, for quoting it whole.
+    place: str = ""
+    language: str = ""
+
+
+#: The most lines of code one unit quotes (a longer block is cut between statements).
+CODE_UNIT_LINES = 12
+_OPENERS, _CLOSERS = "([{", ")]}"
+#: A line that starts a definition (or its decorator): a unit of its own begins there.
+_DEFINITION = re.compile(r"^\s*(?:@|(?:(?:export|default|pub|public|private|protected|static|async|abstract|final)\s+)*"
+                         r"(?:def|class|fn|func|function|interface|struct|impl|trait|module|object|sub)\b)")
+_DECORATOR = re.compile(r"^\s*@")
+
+
+def code_units(lines: Sequence[tuple[int | None, str]]) -> list[tuple[int, int]]:
+    """A code passage's own lines grouped into units (row ranges): blocks between blank lines,
+    never cut inside a bracket or a multi-line string, at most ``CODE_UNIT_LINES`` where a
+    statement ends."""
+    out: list[tuple[int, int]] = []
+    start, depth, strings = None, 0, 0
+    for i, (number, line) in enumerate(lines):
+        if number is None:  # a class header or signature put before the passage: not its own code
+            continue
+        balanced = depth <= 0 and strings % 2 == 0
+        starts = _DEFINITION.match(line) is not None and not _DECORATOR.match(lines[i - 1][1] if i else "")
+        if start is not None and balanced and (not line.strip() or starts or i - start >= CODE_UNIT_LINES):
+            out.append((start, i))
+            start = None
+        if not line.strip():
+            continue
+        if start is None:
+            start, depth, strings = i, 0, 0
+        code = re.sub(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|#.*$|//.*$", "", line.replace('"""', "").replace("'''", ""))
+        depth += sum(code.count(c) for c in _OPENERS) - sum(code.count(c) for c in _CLOSERS)
+        strings += line.count('"""') + line.count("'''")
+    if start is not None:
+        out.append((start, len(lines)))
+    return out
+
+
+def _code_candidates(passage: Any, shown: Any) -> list[Candidate]:
+    hit = passage.hit
+    lines = hit.numbered_lines()
+    place = shown(hit.source) if shown is not None else hit.source.rsplit("/", 1)[-1]
+    found = []
+    for position, (begin, end) in enumerate(code_units(lines)):
+        rows = lines[begin:end]
+        text = "\n".join(line for _, line in rows).strip("\n")
+        if len(text.split()) < MIN_WORDS // 2:
+            continue
+        numbers = [n for n, _ in rows if n is not None]
+        found.append(Candidate(passage.number, position, text, text, place=f"{place}:{numbers[0]}-{numbers[-1]}",
+                               language=str(hit.metadata.get("language") or "")))
+    return found
 
 
 def units(sentences: Sequence[str]) -> list[str]:
@@ -100,6 +154,9 @@ def candidates(request: AnswerRequest, lean: bool = True) -> list[Candidate]:
 
     found = []
     for passage in request.context.passages:
+        if passage.hit.is_code:  # code is quoted as whole lines, never as sentences
+            found += _code_candidates(passage, request.shown)
+            continue
         previous = ""
         for i, unit in enumerate(units(sentences(passage.text))):
             text = flat(unit)
@@ -140,6 +197,36 @@ def compose(chosen: Sequence[Candidate]) -> list[tuple[str, Candidate]]:
     return parts
 
 
+def quoted(parts: Sequence[tuple[str, Candidate]]) -> list[tuple[str, list[Candidate]]]:
+    """Each part as the answer quotes it: code as a fenced block after its ``path:start-end``; the
+    same code twice (a sync and an async twin) once, with both places named."""
+    out: list[tuple[str, list[Candidate]]] = []
+    seen: dict[str, int] = {}
+    for text, c in parts:
+        if not c.place:
+            out.append((f"{text} [{c.number}]", [c]))
+            continue
+        key = twin_key(text)
+        if key in seen:
+            out[seen[key]][1].append(c)
+            continue
+        seen[key] = len(out)
+        out.append((text, [c]))
+    rendered = []
+    for text, group in out:
+        if group[0].place:
+            places = ", ".join(f"{c.place} [{c.number}]" for c in group)
+            text = f"{places}\n```{group[0].language}\n{text}\n```\n"
+        rendered.append((text, group))
+    return rendered
+
+
+def twin_key(code: str) -> str:
+    """Code with ``async``/``await`` and spacing left out: a sync function and its async twin agree."""
+    return " ".join(re.sub(r"\b(?:async|await)\b|\ba(?=(?:iter|next|enter|exit|close|read|write)\w*\b)", "",
+                           code).split())
+
+
 def score_candidates(request: AnswerRequest, found: list[Candidate]) -> list[Candidate]:
     assert request.scorer is not None, "extractive answers need the cross-encoder"
     if not found:
@@ -151,7 +238,7 @@ def score_candidates(request: AnswerRequest, found: list[Candidate]) -> list[Can
     in_context = (np.asarray(request.scorer().logits(request.in_context, texts), dtype=np.float64)
                   if request.in_context else np.full(len(texts), -np.inf))
     scores, context_scores = sigmoid(logits), sigmoid(in_context)
-    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(p), float(q))
+    return [Candidate(c.number, c.position, c.text, c.shown, float(x), float(p), float(q), c.place, c.language)
             for c, x, p, q in zip(found, logits, scores, context_scores)]
 
 
@@ -176,12 +263,15 @@ class Extractive(Strategy):
             yield NO_ANSWER
             yield finish(request, NO_ANSWER, self.name)
             return
-        parts = []
-        for i, (text, c) in enumerate(compose(chosen)):
-            part = f"{text} [{c.number}]"
-            parts.append((part, c))
-            yield part if i == 0 else " " + part
-        answer: Answer = finish(request, " ".join(p for p, _ in parts), self.name)
+        parts = quoted(compose(chosen))
+        pieces = []
+        for i, (part, _) in enumerate(parts):
+            # Prose runs on in one paragraph; a code block stands on its own lines.
+            glue = "" if i == 0 else "\n" if part.endswith("```\n") or pieces[-1].endswith("```\n") else " "
+            pieces.append(glue + part)
+            yield pieces[-1]
+        answer: Answer = finish(request, "".join(pieces).rstrip("\n"), self.name)
         # Quoted verbatim from the passage it cites, so supported by construction.
-        answer.sentences = [AnswerSentence(part, [c.number], True, c.score) for part, c in parts]
+        answer.sentences = [AnswerSentence(part.rstrip("\n"), sorted({c.number for c in group}), True,
+                                           max(c.score for c in group)) for part, group in parts]
         yield answer

@@ -110,7 +110,16 @@ async def models(index: ReadIndex, state: State) -> ModelList:
     return ModelList(data=[ModelCard(id=name, created=created) for name in [DEFAULT_MODEL, *names]])
 
 
-@router.post("/chat/completions", response_model=ChatCompletion, responses=BODY_ERRORS)
+_STREAM_DOC = {
+    200: {
+        "description": "With `stream: false`, the chat.completion. With `stream: true`, a text/event-stream of "
+        "OpenAI's chat.completion.chunk events (the last one with `citations`), then `[DONE]`.",
+        "content": {"text/event-stream": {}},
+    },
+}
+
+
+@router.post("/chat/completions", response_model=ChatCompletion, responses={**BODY_ERRORS, **_STREAM_DOC})
 async def chat_completions(body: ChatCompletionRequest, index: ReadIndex, state: State) -> Any:
     """Answer the last user message with the earlier messages as the conversation, citing passages."""
     question, history = split_messages(body.messages)

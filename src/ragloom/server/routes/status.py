@@ -19,7 +19,8 @@ async def status(index: ReadIndex, state: State):
     from ..app import package_version
 
     stats = await state.run(index.stats)
-    return StatusModel(**dataclasses.asdict(stats), jobs_pending=index.served.jobs.running(), version=package_version(),
+    pending = await state.call(index.served.jobs.running)
+    return StatusModel(**dataclasses.asdict(stats), jobs_pending=pending, version=package_version(),
                        readers=index.service.reader_count, writes_enabled=state.writes_enabled)
 
 

@@ -45,6 +45,7 @@ async function loadIndexes() {
     $("index").hidden = true;
   }
   loadStatus();
+  loadRemote();
   loadStrategies();
 }
 
@@ -89,6 +90,36 @@ async function loadStatus() {
     if (error.code === "offline") showError(error);
     else $("status").textContent = `status unavailable: ${error.message}`;
   }
+}
+
+// Remote sources (GET /v1/remote-sources): each one's last sync, how old the index's copy is, its error.
+function ago(seconds) {
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["min", 60]]) {
+    if (seconds >= size) return `${Math.round(seconds / size)} ${unit}`;
+  }
+  return `${Math.round(seconds)} s`;
+}
+
+async function loadRemote() {
+  let rows = [];
+  try { rows = await api(`${indexBase()}/remote-sources`); } catch (error) { rows = []; }
+  const body = $("remote-rows");
+  body.replaceChildren();
+  for (const row of rows) {
+    const tr = el("tr", `remote-${row.status}`);
+    const finished = row.last_finished ? `${ago(Date.now() / 1000 - row.last_finished)} ago` : "never";
+    const counts = row.report && row.report.seen !== undefined
+      ? `${row.report.seen} seen · +${row.report.added} ~${row.report.updated} −${row.report.removed}` +
+        (row.report.failed ? ` · ${row.report.failed} failed` : "")
+      : "";
+    for (const text of [row.name, row.status, finished,
+      row.cursor_age_seconds === null ? "–" : ago(row.cursor_age_seconds), counts, row.error || ""]) {
+      tr.append(el("td", "", text));
+    }
+    tr.title = row.uri;
+    body.append(tr);
+  }
+  $("remote").hidden = rows.length === 0;
 }
 
 // The strategy menu offers what this server can run (GET /v1/models), and says why when that
@@ -142,6 +173,12 @@ function setUpPurifier() {
   markdown = new window.marked.Marked({ gfm: true, breaks: false,
     renderer: { image: ({ text: alt }) => escapeHtml(alt || "") } });
   window.DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    // Classes kept: a fenced block's language (```python), which says how to colour it, and
+    // highlight.js's own on the spans it makes (hljs-keyword, "hljs-title function_").
+    const classes = (node.getAttribute("class") || "").split(/\s+/).filter(Boolean);
+    const kept = node.tagName === "CODE" ? classes.every((c) => /^language-[\w+#-]+$/.test(c))
+      : node.tagName === "SPAN" && classes.every((c) => /^(hljs-[\w-]+|[\w-]+_)$/.test(c));
+    if (node.hasAttribute("class") && !kept) node.removeAttribute("class");
     if (node.tagName !== "A") return;
     const href = node.getAttribute("href") || "";
     if (!/^(https?:|mailto:)/i.test(href)) node.removeAttribute("href");
@@ -161,7 +198,7 @@ function renderMarkdown(text) {
   setUpPurifier();
   const html = markdown.parse(text.replace(HEADING_ATTRIBUTES, "$1").replace(LINK_ATTRIBUTES, "$1"));
   const clean = window.DOMPurify.sanitize(html, {
-    ALLOWED_TAGS, ALLOWED_ATTR: ["href", "title", "colspan", "rowspan", "align"], RETURN_DOM_FRAGMENT: true,
+    ALLOWED_TAGS, ALLOWED_ATTR: ["href", "title", "colspan", "rowspan", "align", "class"], RETURN_DOM_FRAGMENT: true,
   });
   fragment.append(clean);
   return fragment;
@@ -206,27 +243,124 @@ function markWords(root, text, spans) {
   replaceInText(root, /[\p{L}\p{N}]+/gu, (match) => (words.has(match[0].toLowerCase()) ? el("mark", "", match[0]) : null));
 }
 
+// -- code: shown verbatim, never as Markdown ------------------------------------------------------
+
+// The language of a code passage (a hit's metadata, or a passage's own field); "" for prose.
+function codeLanguage(hit) {
+  const metadata = hit.metadata || {};
+  return (metadata.language && "symbol" in metadata ? metadata.language : hit.language) || "";
+}
+
+// highlight.js's name for each of the languages the code chunker reads (the rest are the same).
+const HIGHLIGHT_NAMES = { tsx: "typescript", csharp: "csharp", cpp: "cpp", bash: "bash" };
+
+// The passage's lines, each with its number in the file (null for a class header or signature put before it).
+function numberedLines(hit) {
+  const lines = hit.text.replace(/\s+$/, "").split("\n");
+  const first = hit.start_line, last = hit.end_line;
+  return lines.map((line, i) => {
+    const number = last - (lines.length - 1 - i);
+    return [first && last && number >= first ? number : null, line];
+  });
+}
+
+// Lines (indexes) holding a span the server found matching the query.
+function matchedLines(text, spans) {
+  const starts = [0];
+  for (let i = text.indexOf("\n"); i >= 0; i = text.indexOf("\n", i + 1)) starts.push(i + 1);
+  const found = new Set();
+  for (const [start] of spans || []) {
+    let line = 0;
+    while (line + 1 < starts.length && starts[line + 1] <= start) line += 1;
+    found.add(line);
+  }
+  return found;
+}
+
+// Code text as highlighted HTML: highlight.js escapes the text; the result is still sanitised to spans.
+function highlighted(text, language) {
+  const name = HIGHLIGHT_NAMES[language] || language;
+  if (!window.hljs || !window.DOMPurify || !window.hljs.getLanguage(name)) return null;
+  const html = window.hljs.highlight(text, { language: name, ignoreIllegals: true }).value;
+  return window.DOMPurify.sanitize(html, { ALLOWED_TAGS: ["span"], ALLOWED_ATTR: ["class"], RETURN_DOM_FRAGMENT: true });
+}
+
+// A code passage in <pre><code>: line numbers in a gutter, the code as written, coloured in place.
+function renderCode(hit) {
+  const rows = numberedLines(hit);
+  const matched = matchedLines(hit.text, hit.highlights);
+  const box = el("div", "code-box");
+  const gutter = el("pre", "gutter");
+  gutter.setAttribute("aria-hidden", "true");
+  rows.forEach(([number], i) => {
+    gutter.append(el("span", matched.has(i) ? "line-number matched" : "line-number", number === null ? "" : String(number)), "\n");
+  });
+  const code = el("code", `hljs language-${codeLanguage(hit)}`);
+  const text = rows.map(([, line]) => line).join("\n");
+  const coloured = highlighted(text, codeLanguage(hit));
+  if (coloured) code.append(coloured);
+  else code.textContent = text;
+  const pre = el("pre", "code");
+  pre.append(code);
+  box.append(gutter, pre);
+  return box;
+}
+
+// Fenced code in rendered Markdown (a passage, an answer's quoted code) coloured the same way.
+function highlightBlocks(root) {
+  for (const block of root.querySelectorAll("pre code")) {
+    const language = ([...block.classList].find((c) => c.startsWith("language-")) || "").slice(9);
+    const coloured = language && highlighted(block.textContent, language);
+    if (coloured) {
+      block.replaceChildren(coloured);
+      block.classList.add("hljs");
+    }
+  }
+}
+
 function renderHit(hit) {
   const item = el("li", "hit");
   item.id = `hit-${hit.rank}`;
   item.dataset.chunkId = hit.chunk_id;
   const head = el("div", "hit-head");
   head.append(el("span", "rank", `#${hit.rank}`));
-  const source = el("button", "source", hit.display_path || hit.source.split("/").pop());
+  const code = codeLanguage(hit);
+  const path = hit.display_path || hit.source.split("/").pop();
+  // path:line, as an editor opens it; a click opens the viewer there.
+  const source = el("button", "source", code && hit.start_line ? `${path}:${hit.start_line}` : path);
   source.type = "button";
   source.title = `${hit.source} — open it at this passage`;
   source.addEventListener("click", () => openSource(hit));
   head.append(source);
+  // A remote item opens where it lives: a page at its URL, a file of a commit on its forge at its line.
+  const metadata = hit.metadata || {};
+  const link = metadata.link ? metadata.link + (hit.start_line ? `#L${hit.start_line}` : "")
+    : /^https?:\/\//.test(hit.source) ? hit.source : null;
+  if (link) {
+    const anchor = el("a", "origin", "open ↗");
+    anchor.href = link;
+    anchor.target = "_blank";
+    anchor.rel = "noopener noreferrer";
+    head.append(anchor);
+  }
   const where = [];
-  if (hit.section) where.push(hit.section.replaceAll(" > ", " › ").replace(/`+|\*\*|__/g, ""));
+  // A code hit's section is its qualified symbol, shown as written (ProgressBar.__repr__).
+  if (hit.section) where.push(code ? hit.section : hit.section.replaceAll(" > ", " › ").replace(/`+|\*\*|__/g, ""));
   if (hit.page !== null && hit.page !== undefined) where.push(`p. ${hit.page}`);
   if (hit.start_line) where.push(hit.end_line && hit.end_line !== hit.start_line ? `lines ${hit.start_line}–${hit.end_line}` : `line ${hit.start_line}`);
   if (hit.chunk_index !== undefined) where.push(`chunk ${hit.chunk_index}`);
   head.append(el("span", "where", where.join(" · ")));
   head.append(scoreOf(hit));
   if (hit.weak) head.append(el("span", "weak", "weak match"));
+  if (code) {
+    const text = el("div", "text");
+    text.append(renderCode(hit));
+    item.append(head, text);
+    return item;
+  }
   const text = el("div", "text md");
   text.append(renderMarkdown(hit.text));
+  highlightBlocks(text);
   markWords(text, hit.text, hit.highlights);
   item.append(head, text);
   return item;
@@ -397,6 +531,7 @@ function focusPassage(number) {
 function answerWithLinks(text, numbers, before = null) {
   const holder = el("div");
   holder.append(renderMarkdown(text));
+  highlightBlocks(holder);  // code an extractive answer quotes, as a fenced block
   replaceInText(holder, /\[(\d+)\]/g, (match) => {
     const number = Number(match[1]);
     if (!numbers.has(number)) return null;
@@ -558,7 +693,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (lastRun) lastRun();
   });
   $("index").addEventListener("change", () => {
-    newConversation(); loadStatus(); loadStrategies();
+    newConversation(); loadStatus(); loadStrategies(); loadRemote();
     if ($("query").value) remember(currentKind);  // the address names the index chosen
   });
   $("api-key").addEventListener("change", () => {  // a key may see other indexes than no key

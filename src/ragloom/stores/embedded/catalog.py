@@ -26,6 +26,7 @@ from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
 from . import vectorlog
 from .connection import connect, immediate_transaction, select_in
+from .sync_state import SqliteSyncState
 
 SCHEMA_VERSION = 2  # 2: vectors moved from blobs in `embeddings` to the vector file
 
@@ -497,6 +498,10 @@ class Catalog:
 
     def close(self) -> None:
         self.db.close()
+
+    def sync_state(self) -> SqliteSyncState:
+        """Remote sources' cursors, in tables of this database (``stores/sync_state.py``)."""
+        return SqliteSyncState(self.path, self.read_only)
 
 
 class _HashOnly:

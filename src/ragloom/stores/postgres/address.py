@@ -16,6 +16,8 @@ from ...errors import ConfigError
 SCHEMES = ("postgresql://", "postgres://")
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 DEFAULT_INDEX = "default"
+#: Names an index may not take: ``shared`` is what the tables every replica shares (keys, jobs) go by.
+RESERVED = frozenset({"shared"})
 
 
 def is_postgres_url(text: object) -> bool:
@@ -53,6 +55,9 @@ def parse_address(url: str, index: str | None = None) -> Address:
 
 
 def check_index_name(name: str) -> None:
+    if name in RESERVED:
+        raise ConfigError(f"the index name {name!r} is reserved (the tables every replica shares go by it); "
+                          "choose another, e.g. ?index=docs")
     if not _NAME.match(name):
         raise ConfigError(
             f"{name!r} is not a valid index name for PostgreSQL; use 1-40 lower-case letters, digits "

@@ -26,6 +26,7 @@ from . import chunks as chunk_rows
 from .address import parse_address
 from .database import Database, exists
 from .jobs import PostgresJobs
+from .sync_state import PostgresSyncState
 
 _SOURCE_COLUMNS = "path, content_hash, mtime, size, chunk_count, ingested_at, loader, policy"
 
@@ -186,6 +187,10 @@ class PostgresCatalog:
 
     def close(self) -> None:
         self.database.close()
+
+    def sync_state(self) -> PostgresSyncState:
+        """Remote sources' cursors, in tables of this schema (``stores/sync_state.py``)."""
+        return PostgresSyncState(self.database)
 
 
 def open_postgres_catalog(url: str, read_only: bool = False) -> PostgresCatalog:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ...errors import AuthenticationError, IndexReadOnlyError, ServiceUnavailableError, StoreError
+from ...errors import AuthenticationError, IndexLockedError, IndexReadOnlyError, ServiceUnavailableError, StoreError
 from ...optional import require
 from .address import Address, mask_password
 from .schema import SCHEMA_VERSION, UPGRADABLE_FROM, create_schema, upgrade_schema
@@ -23,7 +23,7 @@ from .schema import SCHEMA_VERSION, UPGRADABLE_FROM, create_schema, upgrade_sche
 #: The extension that holds the vectors (a module constant, so a test can name a missing one).
 EXTENSION = "vector"
 
-_pools: dict[tuple[str, str], tuple[Any, int]] = {}
+_pools: dict[tuple[str, str, str], tuple[Any, int]] = {}
 _pools_lock = threading.Lock()
 
 
@@ -38,8 +38,10 @@ class Database:
 
     def __init__(self, address: Address, *, language: str = "english", pool_size: int = 8,
                  connect_timeout: int = 10, read_only: bool = False,
-                 prepare: Callable[[Any, bool], None] | None = None) -> None:
+                 prepare: Callable[[Any, bool], None] | None = None, pool_name: str = "") -> None:
+        """``pool_name``: a pool of its own beside the one every other ``Database`` of this address shares."""
         self.address = address
+        self._pool_key = (address.conninfo, address.schema, pool_name)
         self.read_only = read_only
         self.language = language
         self.connect_timeout = connect_timeout
@@ -52,7 +54,7 @@ class Database:
         self.audit_key = lock_key("ragloom.audit", address.schema)
         self._local = threading.local()
         self._prepare(create=not read_only, tables=prepare or self._index_tables)
-        self.pool = _shared_pool(address, self._options(), pool_size)
+        self.pool = _shared_pool(self._pool_key, address, self._options(), pool_size)
 
     def _options(self) -> dict[str, Any]:
         return {"autocommit": True, "connect_timeout": self.connect_timeout,
@@ -160,18 +162,23 @@ class Database:
                 self._local.connection = None
 
     @contextmanager
-    def writer_session(self) -> Iterator[None]:
+    def writer_session(self, wait: bool = True) -> Iterator[None]:
         """Hold the index's writer lock (ingest, migrate, optimize) for the whole block; waits
-        for another process holding it. The lock goes with the connection if this process dies."""
+        for another process holding it, or (``wait=False``) raises IndexLockedError at once.
+        The lock goes with the connection if this process dies."""
         connection = self.connect()
         try:
-            connection.execute("SELECT pg_advisory_lock(%s)", (self.session_key,))
+            if wait:
+                connection.execute("SELECT pg_advisory_lock(%s)", (self.session_key,))
+            elif not connection.execute("SELECT pg_try_advisory_lock(%s)", (self.session_key,)).fetchone()[0]:
+                raise IndexLockedError(f"another process or replica is writing to the index {self.address.shown()} "
+                                       "(an ingest); try again when it has finished")
             yield
         finally:
             connection.close()
 
     def close(self) -> None:
-        _release_pool(self.address)
+        _release_pool(self._pool_key)
 
 
 def _register_vector(connection: Any) -> None:
@@ -180,22 +187,20 @@ def _register_vector(connection: Any) -> None:
     register_vector(connection)
 
 
-def _shared_pool(address: Address, options: dict[str, Any], size: int) -> Any:
+def _shared_pool(key: tuple[str, str, str], address: Address, options: dict[str, Any], size: int) -> Any:
     pool_module = require("psycopg_pool", extra="postgres", feature="the postgres store", package="psycopg-pool")
-    key = (address.conninfo, address.schema)
     with _pools_lock:
         pool, users = _pools.get(key, (None, 0))
         if pool is None:
             pool = pool_module.ConnectionPool(
                 address.conninfo, kwargs=options, min_size=1, max_size=size, open=True,
-                configure=_register_vector, name=f"ragloom-{address.index}",
+                configure=_register_vector, name="-".join(filter(None, ("ragloom", address.index, key[2]))),
             )
         _pools[key] = (pool, users + 1)
         return pool
 
 
-def _release_pool(address: Address) -> None:
-    key = (address.conninfo, address.schema)
+def _release_pool(key: tuple[str, str, str]) -> None:
     with _pools_lock:
         pool, users = _pools.get(key, (None, 0))
         if pool is None:

@@ -14,11 +14,15 @@ from ..keys import KeyRecord, KeyStore, key_hash, new_key
 from .address import mask_password, parse_address
 from .shared import open_shared
 
+#: Connections for key checks and rate buckets: each request takes one for a moment, on a worker
+#: thread (never the event loop); more requests than this at once wait for one in their thread.
+POOL_SIZE = 8
+
 
 class PostgresKeys(KeyStore):
     def __init__(self, url: str) -> None:
         self.where = mask_password(parse_address(url).conninfo)
-        self.database = open_shared(parse_address(url).conninfo)
+        self.database = open_shared(parse_address(url).conninfo, pool_size=POOL_SIZE, role="keys")
 
     def records(self) -> list[KeyRecord]:
         with self.database.connection() as connection:

@@ -154,12 +154,14 @@ def create_schema(connection: Any, schema: str, language: str) -> None:
     from psycopg import errors, sql
 
     try:
-        with connection.transaction():
-            connection.execute("SELECT %s::regconfig", (language,))
+        if language != "ragloom":  # else ragloom's own analysers read the text (chunks.OWN_ANALYSIS)
+            with connection.transaction():
+                connection.execute("SELECT %s::regconfig", (language,))
     except errors.UndefinedObject:
         raise ConfigError(
             f"PostgreSQL has no text search configuration {language!r} (store.postgres.language); "
-            "list them with `\\dF` in psql (english, german, french, simple, ...)"
+            "use ragloom (every language, as the embedded store reads it) or list PostgreSQL's with `\\dF` "
+            "in psql (english, german, french, simple, ...)"
         ) from None
     connection.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
     connection.execute(sql.SQL("SET LOCAL search_path = {}, public").format(sql.Identifier(schema)))

@@ -29,19 +29,23 @@ from typing import Any
 
 import numpy as np
 
+from functools import lru_cache
+
 from ...filters import Condition
 from ..base import Candidate, rank_candidates
-from . import where
+from ..sparse_bm25 import B, K1, SparseBM25
+from . import chunks, where
+from .chunks import OWN_ANALYSIS
 
-K1, B = 1.2, 0.75
 
 _BM25 = """
-WITH q AS (SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme
-           FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t),
+WITH q AS ({query}),
 stats AS (SELECT (SELECT value::text::float8 FROM meta WHERE key = 'lexical_docs') AS n,
-                 (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total),
-w AS MATERIALIZED (SELECT t.lexeme, t.df, ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
-                          greatest(stats.total / greatest(stats.n, 1), 1e-9) AS avg
+                 (SELECT value::text::float8 FROM meta WHERE key = 'lexical_length') AS total,
+                 (SELECT value FROM meta WHERE key = 'lexical_lengths') AS fields),
+w AS MATERIALIZED (SELECT t.lexeme, t.df, q.qw * ln(1 + (stats.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+                          greatest(coalesce((stats.fields ->> split_part(t.lexeme, ':', 1))::float8, stats.total)
+                                   / greatest(stats.n, 1), 1e-9) AS avg
                    FROM terms t JOIN q USING (lexeme) CROSS JOIN stats WHERE t.df > 0),
 hits AS MATERIALIZED (SELECT w.lexeme, x.rid, x.tf, x.doc_len FROM w CROSS JOIN LATERAL (
     SELECT p.rid, p.tf, p.doc_len FROM postings p WHERE p.lexeme = w.lexeme {where}
@@ -59,6 +63,15 @@ WHERE s.score >= (SELECT min(score) FROM (SELECT score FROM s ORDER BY score DES
 ORDER BY s.score DESC, c.id LIMIT %(k)s
 """
 
+
+#: The query's terms: PostgreSQL's analysis of it (each term once), or the ``family:term`` keys
+#: ragloom read it as, each weighted by how often the query says it (as tantivy boosts them).
+_TSVECTOR_QUERY = ('SELECT DISTINCT t.lexeme COLLATE "C" AS lexeme, 1.0::float8 AS qw'
+                   " FROM unnest(to_tsvector(%(language)s::regconfig, %(query)s)) t")
+_OWN_QUERY = ('SELECT k.lexeme COLLATE "C" AS lexeme, k.qw'
+                  " FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS k(lexeme, qw)")
+#: The most distinct terms of one query read per language family (as the embedded store's).
+MAX_QUERY_TERMS = 1024
 
 #: A filtered BM25 search first ranks this many times ``k`` chunks without the filter (at least a
 #: quarter of ``depth``: up to there the statement reads no more postings, and a 10% filter keeps
@@ -82,6 +95,13 @@ def _bm25(connection: Any, query: str, k: int, conditions: Sequence[Condition], 
           depth: int) -> list[Candidate]:
     sql, params = where.clause(conditions)
     named = {"language": language, "query": query, "k1": K1, "b": B, "k": k, "depth": max(depth, 4 * k)}
+    source = _TSVECTOR_QUERY
+    if language == OWN_ANALYSIS:
+        terms = _reader().query_terms(query, chunks.families(connection) or ["en"], limit=MAX_QUERY_TERMS)
+        if not terms:
+            return []
+        named.update(terms=list(terms), weights=list(terms.values()))
+        source = _OWN_QUERY
     named.update({f"w{i}": value for i, value in enumerate(params)})
     test = ""
     if conditions:
@@ -91,7 +111,7 @@ def _bm25(connection: Any, query: str, k: int, conditions: Sequence[Condition], 
         # walks a term's postings best first and checks their chunks (0.3 s), or collects the
         # passing chunks first when the filter is selective, as the statistics say.
         test = f"AND EXISTS (SELECT 1 FROM chunks c WHERE c.rid = p.rid AND {_named(sql, len(params))})"
-    rows = connection.execute(_BM25.format(where=test), named).fetchall()
+    rows = connection.execute(_BM25.format(where=test, query=source), named).fetchall()
     return [Candidate(cid, float(score)) for cid, score in rows]
 
 
@@ -114,6 +134,11 @@ def _over_fetched(connection: Any, query: str, k: int, conditions: Sequence[Cond
     if len(kept) < k or kept[-1].score <= ranked[-1].score:  # a chunk not read may pass, or tie the k-th
         return None
     return kept
+
+
+@lru_cache(maxsize=1)
+def _reader() -> SparseBM25:
+    return SparseBM25()
 
 
 def _named(sql: str, n: int) -> str:

@@ -50,10 +50,15 @@ CREATE TABLE IF NOT EXISTS ragloom.job_files (
 """
 
 
-def open_shared(conninfo: str, pool_size: int = 2) -> Database:
-    """A pool on the database at ``conninfo`` whose shared tables exist and are of this version."""
-    database = Database(Address(conninfo, "shared"), pool_size=pool_size, prepare=_prepare)
-    return database
+#: The name the shared tables' connections go by (``Address.index``): no index may take it
+#: (``address.RESERVED``), or the two would share a pool and advisory locks.
+SHARED_NAME = "shared"
+
+
+def open_shared(conninfo: str, pool_size: int, role: str) -> Database:
+    """A pool of ``pool_size`` connections for ``role`` (keys, jobs: each its own, so one cannot
+    starve the other) on the database at ``conninfo``, whose shared tables exist and are of this version."""
+    return Database(Address(conninfo, SHARED_NAME), pool_size=pool_size, prepare=_prepare, pool_name=role)
 
 
 def _prepare(connection: Any, create: bool) -> None:

@@ -54,6 +54,8 @@ class PostgresStore(CatalogBacked, Store):
         self.catalog = PostgresCatalog(self.database)  # type: ignore[assignment]
         self.language = str(self.catalog.get_meta("language") or self.settings.language)
         self.database.language = self.language  # the index keeps the configuration it was made with
+        self.lexical_analysis = ("ragloom" if self.language == chunk_rows.OWN_ANALYSIS
+                                 else f"postgresql:{self.language}")
         self._ann: ann.Approximate | None = None
         #: Runs the BM25 half of a hybrid search while the caller runs the dense half.
         self._halves = ThreadPoolExecutor(max_workers=self.settings.pool_size, thread_name_prefix="ragloom-pg-bm25")
@@ -201,9 +203,10 @@ class PostgresStore(CatalogBacked, Store):
 
     # -- housekeeping -------------------------------------------------------------------------
     @contextmanager
-    def write_lock(self, folder: Path) -> Iterator[None]:
-        """The index's writer lock in the database (every replica sees it; waits for it)."""
-        with self.database.writer_session():
+    def write_lock(self, folder: Path, wait: bool = True) -> Iterator[None]:
+        """The index's writer lock in the database (every replica sees it): waited for, or with
+        ``wait=False`` IndexLockedError at once while another holds it."""
+        with self.database.writer_session(wait):
             yield
 
     def disk_bytes(self) -> int:

@@ -1,0 +1,87 @@
+"""EmbeddingGemma-300m (Google, Gemma Terms of Use), INT8 ONNX, installed with
+``ragloom models install embeddinggemma-300m --accept-licence``.
+
+768-d vectors trained with Matryoshka learning, so the first 512, 256 or 128 numbers are a
+vector of their own (``embedder.dimensions``; fewer numbers, smaller index, a little less
+quality). The model was trained with a prompt before each text: ``title: none | text: `` before
+a document and ``task: search result | query: `` before a query; for code
+(``embedder.embeddinggemma.query_task: code``) ``task: code retrieval | query: ``. The graph
+pools and projects inside (``models/gemma_onnx.py``), so each run returns the sentence vector.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import EmbedderConfig
+from ..errors import ConfigError, EmbeddingError
+from ..models import EMBEDDINGGEMMA, find, location
+from .base import Kind
+from .onnx import OnnxEmbedder
+
+PROVIDER = "embeddinggemma"
+#: The Matryoshka sizes the model was trained to give.
+DIMENSIONS = (768, 512, 256, 128)
+#: The model's prompts, as its ``config_sentence_transformers.json`` names them.
+_PROMPTS = {"search": "query", "code": "InstructionRetrieval"}
+
+
+class EmbeddingGemmaEmbedder(OnnxEmbedder):
+    """EmbeddingGemma through onnxruntime, one text per run (as the default embedder)."""
+
+    class Options(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+        query_task: Literal["search", "code"] = Field(
+            "search", description="the query prompt: search (task: search result) or code (task: code retrieval)")
+
+    def __init__(self, model_dir: Path, *, dimensions: int | None = None, query_task: str = "search", threads: int = 0,
+                 sessions: int = 0, max_tokens: int = 512) -> None:
+        prompts = json.loads((model_dir / "config_sentence_transformers.json").read_text())["prompts"]
+        super().__init__(model_dir, EMBEDDINGGEMMA, threads=threads, sessions=sessions, max_tokens=max_tokens,
+                         query_prefix=prompts[_PROMPTS[query_task]])
+        self.document_prefix = prompts["document"]
+        self._tokenizer.enable_padding(pad_id=0, pad_token="<pad>")
+        full = self.dimension  # what the graph gives
+        self.dimension = dimensions or full
+        self.model_id = f"{PROVIDER}:{EMBEDDINGGEMMA}" + (f"@{self.dimension}" if self.dimension != full else "")
+        # The window holds <bos>, <eos> and the document prompt besides the text's own tokens.
+        self.max_input_tokens = max_tokens - 2 - self.count_tokens(self.document_prefix)
+
+    @classmethod
+    def from_config(cls, config: EmbedderConfig) -> EmbeddingGemmaEmbedder:
+        if config.model not in (None, EMBEDDINGGEMMA):
+            raise ConfigError(f"the {PROVIDER} embedder runs {EMBEDDINGGEMMA} only, not {config.model!r}; "
+                              "leave embedder.model empty")
+        dimensions = config.dimensions
+        if dimensions is not None and dimensions not in DIMENSIONS:
+            raise ConfigError(f"embedder.dimensions: {EMBEDDINGGEMMA} gives {', '.join(map(str, DIMENSIONS))} "
+                              f"numbers, not {dimensions}")
+        folder = location(find(EMBEDDINGGEMMA))
+        if folder is None or not (folder / "model.onnx").is_file():
+            raise EmbeddingError(
+                f"{EMBEDDINGGEMMA} is not installed; install it with `ragloom models install {EMBEDDINGGEMMA} "
+                "--accept-licence` (1.15 GB download under the Gemma Terms of Use, then about 330 MB on disk)")
+        options = config.options()
+        return cls(folder, dimensions=dimensions, query_task=options.query_task if options else "search",
+                   threads=config.threads, sessions=config.sessions, max_tokens=config.max_tokens)
+
+    def feeds(self, texts: Sequence[str], kind: Kind) -> dict[str, np.ndarray]:
+        prefix = self.query_prefix if kind == "query" else self.document_prefix
+        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        return {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
+
+    def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
+        vectors = self._pool.run(self.feeds(texts, kind))
+        # Matryoshka: the first numbers are the smaller vector (the base class normalises it).
+        return vectors[:, : self.dimension]
+
+    def describe(self) -> dict[str, object]:
+        return {**super().describe(), "query_prefix": self.query_prefix, "document_prefix": self.document_prefix}
