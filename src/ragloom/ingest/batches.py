@@ -144,6 +144,10 @@ class FileBatcher:
     # -- writes (the writer's thread) ----------------------------------------------------------
     def write(self, job: tuple) -> None:
         kind = job[0]
+        if kind != "abort" and self._stopped():  # a stopped ingest (a lost lease) writes nothing more
+            if kind in ("part", "commit"):
+                self.write(("abort", job[1]))
+            return
         if kind == "files":
             _, files, vectors = job
             offset = 0
@@ -171,6 +175,15 @@ class FileBatcher:
             if file.write is not None:
                 file.write.abort()
                 file.write = None
+
+    def _stopped(self) -> bool:
+        """Whether the ingest was told to stop (``IngestProgress.check`` raises): asked before
+        every write, so that nothing is committed once it was, whatever is queued."""
+        try:
+            self.progress.check()
+        except Exception:  # noqa: BLE001 - the ingest's own loop raises it
+            return True
+        return False
 
     def _done(self, file: _File, chunks: Sequence[Chunk]) -> None:
         self.report.chunks_written += len(chunks)

@@ -161,7 +161,8 @@ class IngestRunner:
                     stopped = exc.cause if isinstance(exc, _Stop) else exc
                     stream.close()  # stop reading: the worker is killed
                     batcher.stop()
-                    batcher.flush()  # what was read whole is written (a second Ctrl-C ends the process)
+                    if isinstance(exc, KeyboardInterrupt):
+                        batcher.flush()  # what was read whole is written (a second Ctrl-C ends the process)
         finally:
             worker.close()
         if isinstance(stopped, KeyboardInterrupt):
