@@ -18,6 +18,7 @@ import pytest
 from ragloom import Config, Index, registry
 from ragloom.errors import CorruptDocumentError
 from ragloom.ingest.loaders.base import LoadResult, Loader
+from ragloom.ingest.progress import IngestProgress
 from ragloom.ingest.sandbox import sandbox_supported
 from ragloom.types import Document
 
@@ -177,7 +178,7 @@ def test_the_old_parse_settings_still_work_with_a_warning():
 # -- item 3: a large file in bounded batches ---------------------------------------------------------------
 
 
-class _Counting:
+class _Counting(IngestProgress):
     def __init__(self) -> None:
         self.batches: list[int] = []
         self.done: list[tuple[str, str]] = []

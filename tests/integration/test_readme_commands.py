@@ -24,6 +24,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 #: Commands a test cannot run, and why.
 NOT_HERE = [
     (re.compile(r"--embedder (ollama|openai|cohere|fastembed|sentence-transformers):"), "a model from the network"),
+    (re.compile(r"embeddinggemma"), "EmbeddingGemma, a 1.15 GB download (tests/unit/test_embeddinggemma.py installs a "
+     "small model of the same build)"),
     (re.compile(r"^ragloom (serve|watch|mcp)\b"), "a long-running server"),
     (re.compile(r"^ragloom (chat)\b"), "an interactive terminal"),
     (re.compile(r"migrate --to qdrant --url http"), "a Qdrant server"),

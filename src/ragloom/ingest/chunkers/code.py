@@ -20,7 +20,7 @@ kept whole defines inside it); its section is its symbol as written.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import PurePath
 from typing import Any
@@ -51,10 +51,10 @@ class CodeChunker(Chunker):
     #: 2: every chunk carries its symbol's lookup keys (``symbols``).
     version = "2"
 
-    def chunk(self, document: Document) -> list[Chunk]:
+    def iter_chunks(self, document: Document) -> Iterator[Chunk]:
         """The chunks, each one's section its qualified symbol as written (``ProgressBar.__repr__``)."""
-        return [replace(c, metadata={**c.metadata, "section": c.metadata.get("symbol") or c.metadata["section"]})
-                for c in super().chunk(document)]
+        for c in super().iter_chunks(document):
+            yield replace(c, metadata={**c.metadata, "section": c.metadata.get("symbol") or c.metadata["section"]})
 
     def split(self, document: Document) -> list[Span]:
         module = module_parts(document.doc_id)
