@@ -10,7 +10,7 @@ options reach the config the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -100,5 +100,5 @@ def with_builtin_options(section: SectionT) -> SectionT:
     if not models:
         return section
     fields: dict[str, Any] = {name: (model, Field(default_factory=model)) for name, model in models.items()}
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        section.__name__, __base__=section, __module__=section.__module__, __doc__=section.__doc__, **fields)
+    return cast(SectionT, create_model(
+        section.__name__, __base__=section, __module__=section.__module__, __doc__=section.__doc__, **fields))
