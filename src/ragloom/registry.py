@@ -4,8 +4,10 @@ Built-ins are listed as import paths, so naming a backend never imports the opti
 packages of the others. Plugins register through entry points in the group
 ``ragloom.<role>s`` (for example ``ragloom.stores``), or at run time with ``register``.
 
-A component declares its settings once, as a pydantic model in its ``Options`` class
-attribute; ``options_model`` finds it and ``validate_options`` checks a config section with it.
+A component declares its settings once, beside its code, as a pydantic model in its ``Options``
+class attribute; ``options_model`` finds it and ``validate_options`` checks a config section with it.
+The built-ins whose options every config carries (``store.chroma``) name that model here too
+(``_SECTIONS``), so that reading the config imports none of them.
 """
 
 from __future__ import annotations
@@ -129,6 +131,20 @@ _BUILTINS: dict[str, dict[str, str]] = {
     },
 }
 
+#: Built-ins whose options every config carries as a typed sub-section of the section that chooses
+#: them (``store.chroma``): written out by ``ragloom init`` and checked when the config is read,
+#: whichever is chosen. Each names the model its class's ``Options`` is, in a module beside the
+#: component light enough to import while the config is read (it imports neither the config nor the
+#: backend's packages); tests/unit/test_component_options.py checks that the two agree.
+_SECTIONS: dict[str, dict[str, str]] = {
+    "store": {
+        "embedded": "ragloom.stores.embedded.options:EmbeddedStoreConfig",
+        "chroma": "ragloom.stores.chroma_options:ChromaStoreConfig",
+        "qdrant": "ragloom.stores.qdrant_options:QdrantStoreConfig",
+        "postgres": "ragloom.stores.postgres.options:PostgresStoreConfig",
+    },
+}
+
 _registered: dict[str, dict[str, Any]] = {role: {} for role in ROLES}
 _plugins_loaded: set[str] = set()
 
@@ -166,9 +182,7 @@ def resolve(role: str, name: str) -> Any:
     if target is None:
         raise UnknownComponentError(role, name, names(role))
     if isinstance(target, str):
-        module_name, _, attr = target.partition(":")
-        target = getattr(importlib.import_module(module_name), attr)
-        _registered[role][name] = target
+        target = _registered[role][name] = _load(target)
     return target
 
 
@@ -176,6 +190,12 @@ def options_model(role: str, name: str) -> type[BaseModel] | None:
     """The ``Options`` model the component ``name`` declares; None when it takes no options."""
     model = getattr(resolve(role, name), "Options", None)
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def section_options(role: str) -> dict[str, type[BaseModel]]:
+    """The built-ins of ``role`` whose options every config carries, and their ``Options`` models (``_SECTIONS``)."""
+    _check_role(role)
+    return {name: _load(path) for name, path in _SECTIONS.get(role, {}).items()}
 
 
 def validate_options(model: type[BaseModel], options: Any, what: str) -> BaseModel:
@@ -205,6 +225,11 @@ def validate_options(model: type[BaseModel], options: Any, what: str) -> BaseMod
 def _check_role(role: str) -> None:
     if role not in ROLES:
         raise UnknownComponentError("role", role, ROLES)
+
+
+def _load(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 def _load_plugins(role: str) -> None:

@@ -3,7 +3,10 @@ when the component is resolved, and the plugin reads the checked options (``sect
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
+import importlib.util
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -12,10 +15,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragloom import Config, Index, registry
-from ragloom.config import ChromaStoreConfig, EmbedderConfig, PostgresStoreConfig
+from ragloom.config import ChunkingConfig, EmbedderConfig, LLMConfig, StoreConfig, annotated_yaml
 from ragloom.embed.base import Embedder, Kind
 from ragloom.errors import ConfigError, UnknownConfigKeyError
+from ragloom.stores.chroma_options import ChromaStoreConfig
 from ragloom.stores.embedded.store import EmbeddedStore
+from ragloom.stores.postgres.options import PostgresStoreConfig
 
 
 class LabelledStore(EmbeddedStore):
@@ -170,3 +175,37 @@ def test_built_in_sections_are_unchanged() -> None:
         Config.from_dict({"store": {"backend": "qdrant", "qdrnt": {}}})
     assert Config().embedder.options() is None  # the packaged embedder declares no options
     assert "labelled" not in Config().model_dump()["store"]
+
+
+def test_built_in_options_are_the_components_own_and_reach_the_config_through_the_registry() -> None:
+    """A built-in's options are declared once, beside it, as its ``Options``; the section that chooses it
+    carries them because the registry names them, and so do ``ragloom init`` and the JSON schema."""
+    schema = Config.model_json_schema()
+    yaml_text = annotated_yaml()
+    for section in (EmbedderConfig, LLMConfig, ChunkingConfig, StoreConfig):
+        role = section.component_role
+        carried = registry.section_options(role)
+        for name, model in carried.items():
+            assert registry.options_model(role, name) is model  # the component class's Options
+            assert section.model_fields[name].annotation is model
+            assert schema["$defs"][section.__name__]["properties"][name] == {"$ref": f"#/$defs/{model.__name__}"}
+            assert set(schema["$defs"][model.__name__]["properties"]) == set(model.model_fields)
+            assert f"\n  {name}:\n" in yaml_text
+    # After the section's own settings, in the registry's order (as ragloom init has always written them).
+    assert list(StoreConfig.model_fields) == ["backend", "embedded", "chroma", "qdrant", "postgres"]
+
+
+def test_the_options_the_config_carries_import_neither_the_config_nor_a_backend() -> None:
+    """Reading the config imports these modules, so they hold only the model: a store's options load
+    without chromadb, qdrant-client or psycopg, and without the config they are part of."""
+    allowed = {"__future__", "typing", "pydantic", "ragloom.options"}
+    for role in registry.ROLES:
+        for path in registry._SECTIONS.get(role, {}).values():
+            module = importlib.import_module(path.partition(":")[0])
+            imported = set()
+            for node in ast.walk(ast.parse(Path(module.__file__).read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    imported |= {alias.name for alias in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    imported.add(importlib.util.resolve_name("." * node.level + (node.module or ""), module.__package__))
+            assert imported <= allowed, (path, imported - allowed)

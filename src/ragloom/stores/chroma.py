@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ChromaStoreConfig, Config
+from ..config import Config
 from ..errors import ServiceUnavailableError, StoreError
 from ..filters import Condition
 from ..optional import require
 from ..types import Chunk
+from .chroma_options import ChromaStoreConfig
 from .vectordb import Neighbour, VectorDBStore, chunk_from_fields, encode_fields, unit_rows
 
 _FIELDS, _SOURCE, _HASH = "_rl_fields", "_rl_source", "_rl_hash"

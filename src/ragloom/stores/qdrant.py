@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config, QdrantStoreConfig
+from ..config import Config
 from ..errors import AuthenticationError, ServiceUnavailableError, StoreError
 from ..filters import Condition
 from ..optional import require
 from ..types import Chunk
 from .base import Candidate
+from .qdrant_options import QdrantStoreConfig
 from .sparse_bm25 import AVGDL_META, FAMILIES_META, SparseBM25, mean_length
 from .vectordb import Neighbour, Row, VectorDBStore, chunk_fields, chunk_from_fields, gather, unit_rows
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ...config import AnnConfig
 from ...optional import require
 from ..base import Candidate
 from .matrix import VectorMatrix, cosine, top_k_indices
+from .options import AnnConfig
 
 # Retrain when the store has grown or shrunk this many times since the lists were trained.
 RETRAIN_FACTOR = 2.0

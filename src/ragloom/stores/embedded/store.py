@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import Config, EmbeddedStoreConfig
+from ...config import Config
 from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
@@ -31,6 +31,7 @@ from .catalog import Catalog
 from .columns import MetadataColumns
 from .lexical import LexicalIndex
 from .matrix import VectorMatrix
+from .options import EmbeddedStoreConfig
 
 
 FILTERS_KEPT = 8

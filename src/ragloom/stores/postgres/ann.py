@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import PostgresStoreConfig
+from .options import PostgresStoreConfig
 
 NAME = "vectors_embedding"
 

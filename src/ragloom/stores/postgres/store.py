@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...config import Config, PostgresStoreConfig
+from ...config import Config
 from ...errors import ConfigError, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
@@ -30,6 +30,7 @@ from .address import Address, parse_address
 from .catalog import PostgresCatalog
 from .database import Database, exists
 from .jobs import PostgresJobs
+from .options import PostgresStoreConfig
 
 
 def address_of(settings: PostgresStoreConfig) -> Address:
