@@ -43,7 +43,7 @@ PARENT_RUN = "BENCHMARKS_PARENT_RUN"
 def load_average() -> float:
     """The 1-minute load average: how busy the machine was (nan where the OS has none)."""
     try:
-        return round(os.getloadavg()[0], 2)
+        return os.getloadavg()[0]
     except (AttributeError, OSError):
         return float("nan")
 
@@ -262,7 +262,7 @@ class Run:
         global _current
         self.result: dict[str, Any] = {
             "name": self.name, "args": self.args, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "commit": git_commit(), "machine": machine(), "load_before": load_average()}
+            "commit": git_commit(), "machine": machine(), "load_before": round(load_average(), 2)}
         self._memory = TreeMemory(os.getpid(), every=0.5).__enter__()
         self._stdout, sys.stdout = sys.stdout, _Tee(sys.stdout)
         self._started = time.perf_counter()
@@ -277,7 +277,7 @@ class Run:
         tee, sys.stdout = sys.stdout, self._stdout
         code = error.code if isinstance(error, SystemExit) else None
         self.result.update(
-            seconds=round(seconds, 3), load_after=load_average(),
+            seconds=round(seconds, 3), load_after=round(load_average(), 2),
             peak_tree_rss_mb=round(self._memory.peak_rss, 1), peak_tree_pss_mb=round(self._memory.peak_pss, 1),
             most_processes=self._memory.most_processes,
             status="ok" if kind is None or code in (0, None) else ("interrupted" if kind is KeyboardInterrupt else "failed"),

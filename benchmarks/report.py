@@ -3,7 +3,7 @@
 A result file is either one run's record (``harness.Run``: its ``name`` and ``metrics``) or a JSON
 file a benchmark wrote itself (``--json``/``--out``; its benchmark is the longest benchmark name its
 file name starts with, or ``--benchmark``). Files of one benchmark become one table: the
-benchmark's own ``markdown(results)`` when it has one, else a row per file of its scalar figures.
+benchmark's own ``tables(results)`` when it has one, else a row per file of its scalar figures.
 
 ``--update FILE.md`` regenerates every block of FILE.md written as
 
@@ -72,8 +72,8 @@ def render(files: list[Path], benchmark: str | None = None) -> str:
     for name, pairs in grouped.items():
         module = find(name).load()
         results = [figures for _, figures in pairs]
-        if hasattr(module, "markdown"):
-            tables.append(module.markdown(results).rstrip("\n"))
+        if hasattr(module, "tables"):
+            tables.append(module.tables(results).rstrip("\n"))
         else:
             tables.append(generic_table(results, [path for path, _ in pairs]))
     return "\n\n".join(tables) + "\n"
@@ -82,7 +82,9 @@ def render(files: list[Path], benchmark: str | None = None) -> str:
 def _expand(patterns: list[str], root: Path) -> list[Path]:
     files: list[Path] = []
     for pattern in patterns:
-        matched = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
+        base, rest = (Path(Path(pattern).anchor), str(Path(pattern).relative_to(Path(pattern).anchor))) \
+            if Path(pattern).is_absolute() else (root, pattern)
+        matched = sorted(base.glob(rest)) if any(c in pattern for c in "*?[") else [base / rest]
         if not matched:
             raise SystemExit(f"no result file matches {pattern}")
         files += matched
@@ -127,6 +129,6 @@ def main(argv: list[str]) -> int:
         return update(args.update, args.check)
     if not args.files:
         _parser().error("give result files, or --update FILE.md")
-    files = [Path(f) for f in args.files]
+    files = _expand(args.files, Path.cwd())
     print(render(files, args.benchmark), end="")
     return 0

@@ -24,7 +24,8 @@ from ragloom.eval.beir import load_beir
 from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import search_view, top_documents
 
-ROOT = Path(__file__).resolve().parent
+from .. import harness
+
 METRICS = ("nDCG@10", "MRR@10", "recall@10")
 
 
@@ -52,8 +53,8 @@ def ingest(path: Path, corpus: Path, config: Config) -> tuple[Index, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default=str(ROOT.parent.parent / "shared" / "datasets" / "cosqa-dev"))
-    parser.add_argument("--work", default=str(ROOT / "results" / "code"))
+    parser.add_argument("--data", default=str(harness.DATASETS / "cosqa-dev"))
+    parser.add_argument("--work", default=str(harness.RESULTS / "code"))
     parser.add_argument("--alphas", default="0.5,0.6,0.7,0.8,0.9")
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries (a quick look)")
     parser.add_argument("--corpora", default="jsonl,folder", help="which ingests: jsonl (plain text), folder (.py files)")

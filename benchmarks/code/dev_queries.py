@@ -31,8 +31,9 @@ from pathlib import Path
 
 from ragloom import Config, Index
 
-ROOT = Path(__file__).resolve().parent
-TOOL = ROOT.parent.parent / "shared" / "tools" / "devqueries" / "make_queries.py"
+from .. import harness
+
+TOOL = harness.REPO.parent / "shared" / "tools" / "devqueries" / "make_queries.py"
 KINDS = ("symbol", "error", "quoted")
 
 
@@ -68,7 +69,7 @@ def score(index: Index, queries: list[dict], mode: str | None, k: int = 10) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", action="append", default=[], help="NAME=FOLDER of packages (repeatable)")
-    parser.add_argument("--work", default=str(ROOT / "results" / "devq"))
+    parser.add_argument("--work", default=str(harness.RESULTS / "devq"))
     parser.add_argument("--mode", default=None, help="a search preset (default: the configured mode)")
     parser.add_argument("--per-kind", type=int, default=120)
     parser.add_argument("--seed", type=int, default=7)

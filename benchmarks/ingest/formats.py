@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from .. import harness
+
 FORMATS = ("txt", "docx", "pptx", "xlsx", "epub", "pdf", "scan")
 EXTENSION = {"txt": ".txt", "docx": ".docx", "pptx": ".pptx", "xlsx": ".xlsx", "epub": ".epub", "pdf": ".pdf",
              "scan": ".pdf"}
@@ -157,7 +159,7 @@ def run_one(fmt: str, folder: Path, index_path: Path, data: Path, doc_ids: list[
             e, n = cer(reference, read_text[file])
             errors, length = errors + e, length + n
         result["cer"] = errors / length if length else 0.0
-    result["peak_rss_mb"] = peak_rss_mb()
+    result["peak_rss_mb"] = harness.peak_rss_mb()
     return result
 
 
@@ -173,23 +175,14 @@ def choose_docs(data: Path, extra_seed: int = 13) -> list[dict]:
     return chosen + others[: len(chosen)]
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited across exec
-    from the parent that spawned it)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/datasets/scifact"))
+    parser.add_argument("--data", type=Path, default=harness.SCIFACT)
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--scan-limit", type=int, default=120, help="abstracts in the scanned-PDF corpus (OCR is slow)")
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/formats.json"))
+    parser.add_argument("--out", type=Path, default=harness.RESULTS / "formats.json")
     parser.add_argument("--one", nargs=3, metavar=("FORMAT", "FOLDER", "INDEX"), help=argparse.SUPPRESS)
     parser.add_argument("--ids", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,8 +206,8 @@ def main() -> None:
         ids_file = work / f"{fmt}.ids.json"
         ids_file.write_text(json.dumps([d["_id"] for d in subset]))
         out = subprocess.run(
-            [sys.executable, __file__, "--data", str(args.data), "--ids", str(ids_file),
-             "--one", fmt, str(folder), str(work / f"{fmt}.index")],
+            harness.command("formats", "--data", str(args.data), "--ids", str(ids_file),
+                            "--one", fmt, str(folder), str(work / f"{fmt}.index")),
             capture_output=True, text=True, check=True, env={**os.environ},
         )
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
@@ -227,14 +220,15 @@ def main() -> None:
         ids_file = work / "txt-scan.ids.json"
         ids_file.write_text(json.dumps([d["_id"] for d in scan_docs]))
         out = subprocess.run(
-            [sys.executable, __file__, "--data", str(args.data), "--ids", str(ids_file),
-             "--one", "txt", str(folder), str(work / "txt-scan.index")],
+            harness.command("formats", "--data", str(args.data), "--ids", str(ids_file),
+                            "--one", "txt", str(folder), str(work / "txt-scan.index")),
             capture_output=True, text=True, check=True,
         )
         reference = json.loads(out.stdout.strip().splitlines()[-1])
         reference["format"] = "txt (scan subset)"
         results.append(reference)
     print_table(results)
+    harness.record(results=results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
 
@@ -246,18 +240,29 @@ def _scan_subset(docs: list[dict], limit: int) -> list[dict]:
 
 
 def print_table(results: list[dict]) -> None:
+    print(table(results))
+
+
+def tables(saved: list) -> str:
+    """The tables of saved results (``python -m benchmarks report``): a run's record or an --out file."""
+    return "\n\n".join(table(item["results"] if isinstance(item, dict) else item) for item in saved)
+
+
+def table(results: list[dict]) -> str:
     txt = next((r for r in results if r["format"] == "txt"), None)
     txt_scan = next((r for r in results if r["format"] == "txt (scan subset)"), None)
-    print("| format | files | pages | nDCG@10 | of TXT | cells | read/s | ingest s | peak RSS MB | OCR pages | CER |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    lines = ["| format | files | pages | nDCG@10 | of TXT | cells | read/s | ingest s | peak RSS MB | OCR pages | CER |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         base = {"scan": txt_scan, "txt (scan subset)": txt_scan}.get(r["format"], txt)
         ratio = f"{r['ndcg10'] / base['ndcg10']:.3f}" if base and base["ndcg10"] else "–"
         unit = r["pages"] if r["format"] in ("pdf", "scan") else r["files"]
         error = f"{r['cer']:.4f}" if "cer" in r else "–"
-        print(f"| {r['format']} | {r['files']} | {r['pages']} | {r['ndcg10']:.4f} | {ratio} | {r['cells']:.3f} | "
-              f"{unit / r['read_s']:.1f} | {r['ingest_s']:.1f} | {r['peak_rss_mb']:.0f} | {r.get('ocr_pages', 0)} | "
-              f"{error} |")
+        lines.append(f"| {r['format']} | {r['files']} | {r['pages']} | {r['ndcg10']:.4f} | {ratio} | {r['cells']:.3f} | "
+                     f"{unit / r['read_s']:.1f} | {r['ingest_s']:.1f} | {r['peak_rss_mb']:.0f} | {r.get('ocr_pages', 0)} | "
+                     f"{error} |")
+    return "\n".join(lines)
+
 
 if __name__ == "__main__":
     main()

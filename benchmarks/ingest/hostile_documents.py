@@ -1,7 +1,7 @@
 """Peak memory and time of reading hostile documents (issue 22, "Bad input"), each in a fresh process.
 
-    python benchmarks/hostile_documents.py            # each file read alone, in its own process
-    python benchmarks/hostile_documents.py --ingest   # all of them, plus flate-bomb PDFs, as one ingest
+    python -m benchmarks hostile_documents            # each file read alone, in its own process
+    python -m benchmarks hostile_documents --ingest   # all of them, plus flate-bomb PDFs, as one ingest
 
 ``--ingest`` ingests the folder of every case plus two flate-bomb PDFs (a 764 KB-class file
 whose content stream inflates to 500 MB, and three pages of 200 MB each) into a fresh index,
@@ -16,17 +16,17 @@ process's peak RSS (VmHWM, which includes the ~55 MB of Python and the libraries
 
 from __future__ import annotations
 
+import argparse
 import json
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
 import zlib
 from pathlib import Path
 
-from formats import peak_rss_mb  # benchmarks/formats.py
+from .. import harness
 
 
 def make_cases(folder: Path) -> dict[str, Path]:
@@ -109,7 +109,7 @@ def run_ingest(folder: Path, in_worker: bool, memory_mb: int) -> dict:
             report = index.ingest([folder])
         seconds = time.perf_counter() - started
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "workers_peak_rss_mb": workers,
+    return {"seconds": seconds, "peak_rss_mb": harness.peak_rss_mb(), "workers_peak_rss_mb": workers,
             "added": len(report.added), "failed": [f"{Path(f.path).name}: {f.error}" for f in report.failed]}
 
 
@@ -124,7 +124,7 @@ def ingest_table() -> None:
         print("|---|---|---|---|---|---|")
         for in_worker, memory_mb in ((True, 1024), (True, 512), (False, 1024)):
             label = f"worker, parse_memory_mb {memory_mb}" if in_worker else "in-process"
-            out = subprocess.run([sys.executable, __file__, "--ingest-one", folder, str(in_worker), str(memory_mb)],
+            out = subprocess.run(harness.command("hostile_documents", "--ingest-one", folder, str(in_worker), str(memory_mb)),
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"| {label} | died ({out.returncode}) | | | | "
@@ -147,17 +147,23 @@ def run_one(path: Path) -> dict:
     except LoaderError as exc:
         said = f"error: {exc}"
     return {"seconds": time.perf_counter() - started, "said": said,
-            "peak_rss_mb": peak_rss_mb()}
+            "peak_rss_mb": harness.peak_rss_mb()}
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "--one":
-        print(json.dumps(run_one(Path(sys.argv[2]))))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ingest", action="store_true", help="every case plus flate-bomb PDFs as one ingest")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ingest-one", nargs=3, metavar=("FOLDER", "IN_WORKER", "MB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one)))
         return
-    if len(sys.argv) == 5 and sys.argv[1] == "--ingest-one":
-        print(json.dumps(run_ingest(Path(sys.argv[2]), sys.argv[3] == "True", int(sys.argv[4]))))
+    if args.ingest_one:
+        folder, in_worker, memory_mb = args.ingest_one
+        print(json.dumps(run_ingest(Path(folder), in_worker == "True", int(memory_mb))))
         return
-    if sys.argv[1:] == ["--ingest"]:
+    if args.ingest:
         ingest_table()
         return
     with tempfile.TemporaryDirectory(prefix="ragloom-hostile-") as folder:
@@ -165,7 +171,7 @@ def main() -> None:
         print("| file | seconds | peak RSS MB | what the loader said |")
         print("|---|---|---|---|")
         for name, path in cases.items():
-            out = subprocess.run([sys.executable, __file__, "--one", str(path)], capture_output=True, text=True, check=True)
+            out = subprocess.run(harness.command("hostile_documents", "--one", str(path)), capture_output=True, text=True, check=True)
             row = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"| {name} ({path.stat().st_size / 2**20:.1f} MB on disk) | {row['seconds']:.2f} | "
                   f"{row['peak_rss_mb']:.0f} | {row['said'].replace(str(path), path.name)[:140]} |")

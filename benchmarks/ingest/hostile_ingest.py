@@ -20,90 +20,31 @@ import argparse
 import io
 import json
 import os
-import platform
 import random
 import signal
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import zipfile
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+from .. import harness
 
-
-# -- the process tree's memory -------------------------------------------------------------------------
-class TreeMemory:
-    """Samples the summed RSS and PSS (MB) of a process and all its descendants, in a thread."""
-
-    def __init__(self, pid: int, every: float = 0.1) -> None:
-        self.pid, self.every = pid, every
-        self.peak_rss = self.peak_pss = 0.0
-        self.most_processes = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> TreeMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        import psutil
-
-        while not self._stop.is_set():
-            try:
-                root = psutil.Process(self.pid)
-                tree = [root, *root.children(recursive=True)]
-            except psutil.Error:
-                break
-            rss = pss = 0
-            for process in tree:
-                rss_kb, pss_kb = _memory_kb(process.pid)
-                rss += rss_kb
-                pss += pss_kb
-            self.peak_rss = max(self.peak_rss, rss / 1024)
-            self.peak_pss = max(self.peak_pss, pss / 1024)
-            self.most_processes = max(self.most_processes, len(tree))
-            self._stop.wait(self.every)
-
-
-def _memory_kb(pid: int) -> tuple[int, int]:
-    rss = pss = 0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1])
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
+RESULTS = harness.RESULTS
+SCIFACT = harness.SCIFACT / "corpus.jsonl"
 
 
 def machine() -> dict:
-    load = os.getloadavg()
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "load_before": round(load[0], 2),
+    return {**harness.machine(), "load_before": round(harness.load_average(), 2),
             "date": time.strftime("%Y-%m-%d %H:%M")}
-
-
-def ragloom(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ragloom", *args]
 
 
 def run_ingest(folder: Path, index: Path, *extra: str, stop_after: float | None = None) -> dict:
     """One ``ragloom ingest --json`` with the tree sampled; ``stop_after`` seconds: SIGINT then."""
     started = time.perf_counter()
-    process = subprocess.Popen(ragloom("--index", str(index), "ingest", str(folder), "--json", *extra),
+    process = subprocess.Popen(harness.ragloom_command("--index", str(index), "ingest", str(folder), "--json", *extra),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with TreeMemory(process.pid) as tree:
+    with harness.TreeMemory(process.pid) as tree:
         if stop_after is not None:
             try:
                 process.wait(timeout=stop_after)
@@ -221,7 +162,7 @@ def pathology(args: argparse.Namespace) -> dict:
         outcomes[name] = {"kind": kind, "outcome": said.replace(str(folder), "")[:220]}
     found = 0
     for name, marker in markers.items():
-        hits = subprocess.run(ragloom("--index", str(work / "index"), "search", marker, "-k", "1", "--json"),
+        hits = subprocess.run(harness.ragloom_command("--index", str(work / "index"), "search", marker, "-k", "1", "--json"),
                               capture_output=True, text=True)
         try:
             first = json.loads(hits.stdout)[0]["source"]
@@ -381,11 +322,12 @@ def main() -> None:
     args = parser.parse_args()
     info = machine()
     result = {"pathology": pathology, "layout": layout, "size": size, "ctrl-c": ctrl_c, "splitter": splitter}[args.case](args)
+    harness.record(result=result)
     RESULTS.mkdir(exist_ok=True)
     name = f"hostile-{args.case}{'-' + args.set if args.case == 'pathology' else ''}.json"
-    (RESULTS / name).write_text(json.dumps({"machine": info, "load_after": round(os.getloadavg()[0], 2),
+    (RESULTS / name).write_text(json.dumps({"machine": info, "load_after": round(harness.load_average(), 2),
                                             "result": result}, indent=1, default=str))
-    print(f"\nload average before {info['load_before']}, after {os.getloadavg()[0]:.2f}; {info['date']}")
+    print(f"\nload average before {info['load_before']}, after {harness.load_average():.2f}; {info['date']}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from ragloom import Config, Index
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+from .. import harness
+
+SCIFACT = harness.SCIFACT
 
 
 def write_shards(corpus: Path, folder: Path, docs: int, shard: int) -> None:

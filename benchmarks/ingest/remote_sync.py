@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import random
 import tempfile
 import threading
@@ -29,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from .. import harness
 
 WORDS = ("harbour lantern granite orchard falcon meadow copper willow ember tundra quartz lagoon cedar "
          "beacon saffron glacier mosaic thistle canyon velvet juniper monsoon obsidian prairie walnut").split()
@@ -40,7 +41,7 @@ def text(seed: int, words: int = 60) -> str:
 
 
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "load_1min_start": os.getloadavg()[0],
+    return {**harness.machine(), "load_1min_start": harness.load_average(),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
@@ -245,7 +246,8 @@ def main() -> None:
         if args.latency:
             result["latency"] = latency_run(root, args.interval)
             print(json.dumps({"latency": result["latency"]}), flush=True)
-    result["machine"]["load_1min_end"] = os.getloadavg()[0]
+    result["machine"]["load_1min_end"] = harness.load_average()
+    harness.record(result)
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections import Counter
-from pathlib import Path
 
 from ragloom.generate.followup import refers_back
 from ragloom.lang.lexicon import lexicon
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 XQUAD = SHARED / "xquad-dev"
 LANGUAGES = ["en", "de", "es", "el", "ru", "tr", "ar", "vi", "th", "zh", "hi", "ro"]
 

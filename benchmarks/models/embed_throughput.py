@@ -33,7 +33,9 @@ from ragloom.embed import create_embedder
 from ragloom.embed.onnx import OnnxEmbedder
 from ragloom.models import packaged_model_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact" / "corpus.jsonl"
+from .. import harness
+
+DATA = harness.SCIFACT / "corpus.jsonl"
 
 
 def load_texts(path: Path, limit: int, between: str = " ") -> list[str]:

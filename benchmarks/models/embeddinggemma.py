@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+from .. import harness
+
+SCIFACT = harness.SCIFACT
 EMBEDDERS = {"bge-small-en (default)": {}, "embeddinggemma-300m": {"provider": "embeddinggemma"}}
 
 
@@ -34,27 +35,6 @@ def _shards(folder: Path, docs: int, shard: int = 100) -> None:
         taken = [line for _, line in zip(range(docs), lines)]
     for start in range(0, len(taken), shard):
         (folder / f"shard-{start // shard:04d}.jsonl").write_text("".join(taken[start : start + shard]), encoding="utf-8")
-
-
-def _peak_rss_mb(pid: int) -> float:
-    """The process's resident memory now, with its children's (MB)."""
-    total = 0
-    for proc in [pid, *_children(pid)]:
-        try:
-            with open(f"/proc/{proc}/status", encoding="ascii") as status:
-                total += next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
-        except (OSError, StopIteration):
-            pass
-    return total / 1024
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as handle:
-            direct = [int(p) for p in handle.read().split()]
-    except OSError:
-        return []
-    return direct + [grandchild for child in direct for grandchild in _children(child)]
 
 
 def ingest(docs: int) -> None:
@@ -70,7 +50,7 @@ def ingest(docs: int) -> None:
             child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             peak = 0.0
             while child.poll() is None:
-                peak = max(peak, _peak_rss_mb(child.pid))
+                peak = max(peak, harness.tree_rss_mb(child.pid))
                 time.sleep(0.1)
             seconds = time.perf_counter() - started
             out = child.stdout.read() if child.stdout else ""
@@ -81,7 +61,7 @@ def ingest(docs: int) -> None:
             rows.append((name, chunks, tokens, seconds, chunks / seconds, tokens / seconds, peak))
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    load = os.getloadavg()[0]
+    load = harness.load_average()
     print(f"SciFact, first {docs} abstracts, `ragloom ingest` with each embedder; load average {load:.2f} at the end")
     print("| embedder | chunks | tokens | wall s | chunks/s | tokens/s | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
@@ -123,7 +103,7 @@ def fidelity(source: Path, texts: int) -> None:
         encoded = [tokenizer.encode(text).ids for text in inputs]
         tokens = sum(map(len, encoded))
         print(f"{texts} SciFact abstracts (up to 512 tokens, {tokens:,} tokens), one text per run, one thread; "
-              f"load average {os.getloadavg()[0]:.2f}")
+              f"load average {harness.load_average():.2f}")
         print("| form | size MB | mean cosine | min cosine | tokens/s |")
         print("|---|---|---|---|---|")
         for label, path in forms.items():

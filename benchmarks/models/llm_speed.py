@@ -17,10 +17,11 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 from ragloom.config import LLMConfig
 from ragloom.generate import create_llm
+
+from .. import harness
 
 PROMPT = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -42,7 +43,7 @@ def measure(llm, max_tokens: int) -> tuple[float, float, int]:
     return first - started, (count - 1) / (ended - first), count
 
 
-SAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sample_docs"
+SAMPLES = harness.REPO / "examples" / "sample_docs"
 
 
 def context_prompt(llm, tokens: int, round_number: int) -> list[dict[str, str]]:

@@ -28,11 +28,8 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
-
-from embed_throughput import load_texts
 
 from ragloom.embed.base import normalize
 from ragloom.embed.onnx import OnnxEmbedder
@@ -40,7 +37,10 @@ from ragloom.models import packaged_model_dir
 from ragloom.models.cross_encoder import CrossEncoder
 from ragloom.models.sessions import usable_cores
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+from .. import harness
+from .embed_throughput import load_texts
+
+SCIFACT = harness.SCIFACT
 
 
 def abstracts(limit: int) -> list[str]:
@@ -121,7 +121,7 @@ def session_memory() -> str:
     """Resident MB after loading and warming one, then two single-threaded sessions (fresh process)."""
     code = """
 import numpy as np
-from embed_throughput import load_texts
+from benchmarks.models.embed_throughput import load_texts
 
 from ragloom.embed.base import normalize
 from ragloom.embed.onnx import OnnxEmbedder

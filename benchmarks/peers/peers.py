@@ -28,12 +28,12 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from peer_tools import TOOLS
+from .. import harness
+from .peer_tools import TOOLS
 
-ROOT = Path(__file__).resolve().parent
-RESULTS = ROOT / "results" / "peers"
-DATASET = ROOT.parent.parent / "shared" / "datasets" / "scifact"
-BEST_CONFIG = ROOT / "configs" / "scifact-best.yaml"
+RESULTS = harness.RESULTS / "peers"
+DATASET = harness.SCIFACT
+BEST_CONFIG = harness.CONFIGS / "scifact-best.yaml"
 K = 100
 
 
@@ -42,7 +42,7 @@ def worker(tool_name: str, dataset: Path, workdir: Path) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever the libraries print goes to stderr, not into the protocol
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import peer_tools
+    from . import peer_tools
 
     tool = peer_tools.make_tool(tool_name, BEST_CONFIG)
     for line in sys.stdin:
@@ -61,14 +61,8 @@ def worker(tool_name: str, dataset: Path, workdir: Path) -> None:
             docs = tool.search(request["text"], K, exclude=request["qid"])
             reply = {"ms": (time.perf_counter() - started) * 1000, "docs": docs}
         else:
-            reply = {"peak_rss_mb": peak_rss_mb()}
+            reply = {"peak_rss_mb": harness.peak_rss_mb()}
         protocol.write(json.dumps(reply) + "\n")
-
-
-def peak_rss_mb() -> float:
-    """This process's own peak resident set (VmHWM; ru_maxrss would include the parent's)."""
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
 
 
 def _corpus(dataset: Path, limit: list[str] | None) -> list[tuple[str, str]]:
@@ -97,7 +91,7 @@ class Worker:
         self.workdir = RESULTS / "work" / tool
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.workdir.mkdir(parents=True)
-        command = [sys.executable, __file__, "--worker", tool, "--dataset", str(args.dataset),
+        command = [*harness.command("peers"), "--worker", tool, "--dataset", str(args.dataset),
                    "--workdir", str(self.workdir)]
         self.log = open(RESULTS / f"{tool}.log", "w")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -202,6 +196,11 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def tables(results: list[dict]) -> str:
+    """The Markdown tables of saved results (``python -m benchmarks report``)."""
+    return "\n\n".join(markdown(result) for result in results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, default=DATASET)
@@ -219,6 +218,7 @@ def main() -> None:
         return
     args.tools = args.tools.split(",")
     result = run(args)
+    harness.record(result)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"peers-{args.split}.json").write_text(json.dumps(result, indent=2))
     print(markdown(result))

@@ -38,9 +38,11 @@ from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import search_documents, top_documents
 from ragloom.stores.migrate import migrate
 
-ROOT = Path(__file__).resolve().parent
-SCIFACT = ROOT.parent.parent / "shared" / "datasets" / "scifact"
-PEER = ROOT / "peer_langchain_pgvector.py"
+from .. import harness
+
+SCIFACT = harness.SCIFACT
+#: Run by the peer's own Python (it needs langchain-postgres), so a plain script, not a benchmark.
+PEER = Path(__file__).resolve().parent / "_langchain_pgvector.py"
 
 
 def database(args: argparse.Namespace) -> str:
@@ -89,7 +91,7 @@ def main() -> None:
     parser.add_argument("--index", default="/tmp/ragloom-bench-scifact")
     parser.add_argument("--pg-dir", default="/tmp/ragloom-bench-pg")
     parser.add_argument("--url", default=None, help="a PostgreSQL with pgvector to use instead of pgserver")
-    parser.add_argument("--peer-python", default=str(ROOT / "results" / "pg-peer-venv" / "bin" / "python"))
+    parser.add_argument("--peer-python", default=str(harness.RESULTS / "pg-peer-venv" / "bin" / "python"))
     parser.add_argument("--work", default="/tmp/ragloom-pg-peer")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, python {sys.version.split()[0]}")

@@ -17,7 +17,6 @@ The scratch indexes are the ones ``ragloom eval`` builds and reuses.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -35,8 +34,10 @@ from ragloom.eval.answers import (
 from ragloom.eval.beir import load_beir
 from ragloom.eval.scratch import default_cache_dir, open_scratch_index
 
+from .. import harness
+
 #: ../shared/datasets from the repository root; RAGLOOM_DATASETS elsewhere (e.g. from a worktree).
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+SHARED = harness.DATASETS
 
 
 def config_for(args: argparse.Namespace) -> Config:
@@ -67,7 +68,7 @@ def squad(args: argparse.Namespace) -> None:
                                            progress=progress, unanswerable=args.unanswerable)
     print(f"SQuAD-train {args.split} split, {len(questions)} questions (fixed, spread over sorted ids), k={args.k}, "
           f"budget {args.budget} tokens, llm {args.llm or 'default (qwen2.5-coder-0.5b)'}, threads {args.threads}; "
-          f"{time.perf_counter() - started:.0f} s; load average {os.getloadavg()[0]:.1f}")
+          f"{time.perf_counter() - started:.0f} s; load average {harness.load_average():.1f}")
     print()
     print(table(results, recall, args.k))
     if args.out:
@@ -97,7 +98,7 @@ def transforms(args: argparse.Namespace) -> None:
     qrels = {qid: dataset.qrels[qid] for qid in questions}
     print(f"SciFact test, {len(questions)} queries (fixed subset spread over sorted ids), llm "
           f"{args.llm or 'default (qwen2.5-coder-0.5b)'}, threads {args.threads}; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {harness.load_average():.1f}")
     print()
     print("| pipeline | nDCG@10 | recall@10 | s/query p50 | s/query mean |")
     print("|---|---|---|---|---|")

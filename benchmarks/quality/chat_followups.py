@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 import tempfile
 import threading
@@ -25,10 +23,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conversations import followups, half  # noqa: E402
+from .. import harness
+from .conversations import followups, half
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+SHARED = harness.DATASETS
 
 
 def serve_index(index_dir: Path, corpus: Path):  # noqa: ANN201 - (url, server, thread, chunk -> doc id)
@@ -41,9 +39,7 @@ def serve_index(index_dir: Path, corpus: Path):  # noqa: ANN201 - (url, server, 
     with Index.open(index_dir, config) as index:
         index.ingest([corpus])
         doc_of = {chunk.id: chunk.doc_id for chunk in index.store.iter_chunks()}
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = harness.free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(config), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -119,7 +119,7 @@ def _f1(a: list[str], b: list[str]) -> float:
 
 def llm_method(model: str) -> Callable[[str, list[Turn]], Rewrite]:
     from ragloom.config import LLMConfig
-    from ragloom.generate.base import create_llm
+    from ragloom.generate import create_llm
     from ragloom.generate.prompts import TEMPLATES
 
     llm = create_llm(LLMConfig(model=model, max_tokens=64))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,7 +32,9 @@ from ragloom.eval.beir import load_beir
 from ragloom.eval.scratch import default_cache_dir, open_scratch_index
 from ragloom.models.cross_encoder import shared_cross_encoder
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 FLOORS = [0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2, 0.3]
 
 

@@ -39,8 +39,9 @@ from ragloom.knowledge.raptor import rebuild
 from ragloom.knowledge.structures import knowledge_llm
 from ragloom.knowledge.sync import status, sync
 
-ROOT = Path(__file__).resolve().parent
-DATASETS = ROOT.parent.parent / "shared" / "datasets"
+from .. import harness
+
+DATASETS = harness.DATASETS
 METRICS = ("nDCG@10", "recall@10", "recall@100")
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from collections import defaultdict
@@ -33,7 +32,9 @@ from ragloom.eval.runner import RunSpec, evaluate_beir
 from ragloom.eval.scratch import default_cache_dir
 from ragloom.stores.embedded.lexical import LexicalIndex
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 
 
 def make_dataset(squad: Path, folder: Path, limit: int) -> Path:

@@ -42,7 +42,8 @@ from ragloom.retrieve.stages.rerank import rerank_scores
 from ragloom.retrieve.stages.rollup import rolled_up
 from ragloom.types import Document, Hit
 
-ROOT = Path(__file__).resolve().parent
+from .. import harness
+
 
 #: Each technique alone on top of hybrid (settings as tuned on train), then the presets.
 TECHNIQUES: dict[str, list[Any]] = {
@@ -253,12 +254,12 @@ def enrichment_seconds(index: Index) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent.parent / "shared" / "datasets" / "scifact")
+    parser.add_argument("--data", type=Path, default=harness.SCIFACT)
     parser.add_argument("--cache-dir", type=Path, default=default_cache_dir())
     parser.add_argument("--tune", action="store_true", help="sweep the weights on train first")
     parser.add_argument("--train-queries", type=int, default=200, help="fixed random subset of train (0 = all 809)")
     parser.add_argument("--rerank-depth", type=int, default=30, help="chunks the cross-encoder scores when tuning")
-    parser.add_argument("--tune-cache", type=Path, default=ROOT / "results" / "pipeline-tune.json")
+    parser.add_argument("--tune-cache", type=Path, default=harness.RESULTS / "pipeline-tune.json")
     parser.add_argument("--ce-batch", type=int, default=1, help="pairs per cross-encoder call when tuning")
     parser.add_argument("--colbert", action="store_true", help="also the short ColBERT check (slow: encodes chunks)")
     parser.add_argument("--prf", action="store_true", help="also sweep Rocchio feedback (runs real searches)")

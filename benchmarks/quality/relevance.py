@@ -15,7 +15,6 @@ threshold that best separates the two (balanced accuracy): how ``search.weak_cos
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 from pathlib import Path
 
@@ -24,7 +23,9 @@ from ragloom.eval.answers import spread
 from ragloom.eval.beir import load_beir
 from ragloom.eval.scratch import default_cache_dir, open_scratch_index
 
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+from .. import harness
+
+SHARED = harness.DATASETS
 
 
 def auc(related: list[float], unrelated: list[float]) -> float:
@@ -56,7 +57,7 @@ def main() -> None:
     index, _ = open_scratch_index(related_set.corpus_path, Config(), args.cache, shard_corpus=True)
     print(f"SciFact corpus; {args.split} split; {len(queries['related'])} SciFact queries (related) and "
           f"{len(queries['unrelated'])} SQuAD-train questions (unrelated); top hit of each; "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"load average {harness.load_average():.1f}")
     print()
     print("| mode | relevance | score: related / unrelated | relevance: related / unrelated | AUC (relevance) "
           "| AUC (score) | weak: related / unrelated |")

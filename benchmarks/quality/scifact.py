@@ -23,7 +23,8 @@ from ragloom.eval.beir import load_beir
 from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import search_documents, search_view
 
-ROOT = Path(__file__).resolve().parent
+from .. import harness
+
 
 
 def evaluate(index: Index, queries: dict[str, str], qrels) -> tuple[dict[str, float], list[float]]:
@@ -44,8 +45,8 @@ def view(index: Index, **search) -> Index:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default=str(ROOT.parent.parent / "shared" / "datasets" / "scifact"))
-    parser.add_argument("--index", default=str(ROOT / "results" / "scifact-index"))
+    parser.add_argument("--data", default=str(harness.SCIFACT))
+    parser.add_argument("--index", default=str(harness.RESULTS / "scifact-index"))
     parser.add_argument("--alphas", default="0.3,0.4,0.5,0.6,0.7,0.8")
     args = parser.parse_args()
     test, train = load_beir(args.data, "test"), load_beir(args.data, "train")

@@ -20,7 +20,6 @@ cosine and content-word overlap.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import time
 from collections import defaultdict
@@ -36,8 +35,10 @@ from ragloom.eval.beir import iter_jsonl, load_beir
 from ragloom.generate.citations import cross_encoder_support, embedding_support, overlap_support
 from ragloom.models.cross_encoder import CrossEncoder
 
+from .. import harness
+
 #: ../shared/datasets from the repository root; RAGLOOM_DATASETS elsewhere (e.g. from a worktree).
-SHARED = Path(os.environ.get("RAGLOOM_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets")
+SHARED = harness.DATASETS
 
 
 def labelled_pairs(folder: Path, n: int, seed: int = 0) -> list[tuple[str, str, int, str]]:

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,7 +30,8 @@ import numpy as np
 from ragloom import Config, Index
 from ragloom.server.service import IndexService
 
-ROOT = Path(__file__).resolve().parent
+from .. import harness
+
 KEY = "benchmark-key"
 
 
@@ -87,12 +85,6 @@ def run_clients(clients: int, queries: list[str], search: Callable[[object, str]
     return time.perf_counter() - started, latencies, errors
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def http_search(url: str, k: int) -> tuple[Callable[[], httpx.Client], Callable[[httpx.Client, str], None]]:
     def session() -> httpx.Client:
         return httpx.Client(base_url=url, timeout=300)
@@ -115,28 +107,9 @@ def http_ask(url: str, k: int) -> Callable[[httpx.Client, str], None]:
 
 
 def start_server(index: Path, port: int, readers: int, allowed: Path) -> subprocess.Popen:
-    return launch(["--index", str(index), "serve", "--port", str(port)], port, {
+    return harness.start_ragloom(["--index", str(index), "serve", "--port", str(port)], port, {
         "RAGLOOM_API_KEY": KEY, "RAGLOOM_SERVER__SEARCH_THREADS": str(readers),
         "RAGLOOM_SERVER__ALLOWED_ROOTS": json.dumps([str(allowed)])})
-
-
-def launch(args: list[str], port: int, settings: dict[str, str]) -> subprocess.Popen:
-    """``ragloom ARGS`` in a fresh process with only ``settings`` of RAGLOOM_*; returned once it answers."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
-    env.update(settings)
-    if env.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
-    process = subprocess.Popen([sys.executable, "-m", "ragloom", *args], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/healthz", timeout=2).status_code == 200:
-                return process
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    process.kill()
-    raise SystemExit("the server did not start: " + process.stderr.read().decode(errors="replace"))
 
 
 def row(name: str, clients: int, seconds: float, latencies: list[float], errors: int) -> dict:
@@ -146,7 +119,7 @@ def row(name: str, clients: int, seconds: float, latencies: list[float], errors:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(ROOT.parent.parent / "shared" / "datasets" / "scifact"))
+    parser.add_argument("--data", default=str(harness.SCIFACT))
     parser.add_argument("--docs", type=int, default=None,
                         help="abstracts indexed first (default: all but the --during ones)")
     parser.add_argument("--queries", type=int, default=300, help="queries per concurrency level")
@@ -200,7 +173,7 @@ def main() -> None:
     finally:
         service.close()
 
-    port = free_port()
+    port = harness.free_port()
     server = start_server(index_path, port, args.readers, incoming)
     url = f"http://127.0.0.1:{port}"
     try:

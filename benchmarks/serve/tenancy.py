@@ -31,15 +31,15 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import KEY, free_port, launch, read_jsonl, row, run_clients
-from synthetic import build, make_queries
-
 from ragloom import Config, Index
 from ragloom.server.access import ADMIN, Caller, ScopedIndex, Served
 from ragloom.server.service import IndexService
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+from .. import harness
+from ..store.synthetic import build, make_queries
+from .serve import KEY, read_jsonl, row, run_clients
+
+SCIFACT = harness.SCIFACT
 TENANTS = 10
 
 
@@ -97,7 +97,7 @@ def filter_cost(work: Path, chunks: int, queries: int) -> list[dict]:
 
 def start_serve(indexes: dict[str, Path], port: int) -> subprocess.Popen:
     args = [a for name, path in indexes.items() for a in ("--index", f"{name}={path}")]
-    return launch(["serve", "--port", str(port), *args], port, {"RAGLOOM_API_KEY": KEY})
+    return harness.start_ragloom(["serve", "--port", str(port), *args], port, {"RAGLOOM_API_KEY": KEY})
 
 
 def throughput(work: Path, docs: int, queries: int, clients: int) -> list[dict]:
@@ -112,7 +112,7 @@ def throughput(work: Path, docs: int, queries: int, clients: int) -> list[dict]:
     texts = [q["text"] for q in read_jsonl(SCIFACT / "queries.jsonl", queries)]
     rows = []
     for layout in (["a"], ["a", "b", "c"]):
-        port = free_port()
+        port = harness.free_port()
         process = start_serve({name: work / f"idx-{name}" for name in layout}, port)
         url = f"http://127.0.0.1:{port}"
         spread = iter(range(len(texts) * 2))

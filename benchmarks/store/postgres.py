@@ -42,8 +42,9 @@ from ragloom.eval.metrics import mean, per_query_metrics
 from ragloom.eval.runner import search_documents, top_documents
 from ragloom.stores.migrate import migrate
 
-ROOT = Path(__file__).resolve().parent
-SCIFACT = ROOT.parent.parent / "shared" / "datasets" / "scifact"
+from .. import harness
+
+SCIFACT = harness.SCIFACT
 MODES = ("lexical", "dense", "hybrid")
 
 _TS_RANK_CD = """
@@ -93,7 +94,7 @@ def quality(args: argparse.Namespace) -> None:
         with Index.open(url, config) as postgres:
             t = time.perf_counter()
             copied = migrate(embedded.store, postgres.store)
-            print(f"migrated to postgres: {copied.chunks} chunks in {time.perf_counter() - t:.1f} s (load average {os.getloadavg()[0]:.2f})\n")
+            print(f"migrated to postgres: {copied.chunks} chunks in {time.perf_counter() - t:.1f} s (load average {harness.load_average():.2f})\n")
             print(f"| SciFact test ({len(test.queries)} queries), nDCG@10 | embedded | postgres | difference |")
             print("|---|---|---|---|")
             for mode in MODES:
@@ -142,8 +143,7 @@ def depth(args: argparse.Namespace) -> None:
 
 
 def scale(args: argparse.Namespace) -> None:
-    sys.path.insert(0, str(ROOT))
-    from synthetic import DIM, make_batch, make_queries
+    from .synthetic import DIM, make_batch, make_queries
 
     from ragloom.filters import parse_where
     from ragloom.stores.base import create_store
@@ -169,7 +169,7 @@ def scale(args: argparse.Namespace) -> None:
                      for i in range(first, first + count)]
             store.replace_source(SourceRecord(source, content_hash(source), 0.0, 0, count, time.time()), batch, vectors)
         load = time.perf_counter() - started
-        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (load average {os.getloadavg()[0]:.2f})")
+        print(f"load: {args.chunks:,} chunks in {load:.0f} s = {args.chunks / load:,.0f} chunks/s (load average {harness.load_average():.2f})")
     started = time.perf_counter()
     store.flush()  # builds the approximate index (or rebuilds one of another kind)
     found = store.optimize()["approximate_index"]
@@ -199,7 +199,7 @@ def scale(args: argparse.Namespace) -> None:
     checked = min(50, len(texts))  # BM25 reading every posting takes seconds a query
     lexical_truth = [[c.chunk_id for c in exact_store.search_lexical(t, 10)] for t in texts[:checked]]
     print(f"\n{args.chunks:,} synthetic 384-d chunks, {args.queries} queries, database {store.disk_bytes() / 1e6:,.0f} MB"
-          f" (load average {os.getloadavg()[0]:.2f})")
+          f" (load average {harness.load_average():.2f})")
     print("| search | p50 ms | p95 ms | recall@10 vs exact |")
     print("|---|---|---|---|")
     for name, times, found in rows:
@@ -215,14 +215,8 @@ def scale(args: argparse.Namespace) -> None:
         print(f"| {name} | {np.percentile(times, 50):.1f} | {np.percentile(times, 95):.1f} | {recall} |")
     exact_store.close()
     store.close()
-    print(f"\nmemory: this ragloom process peak RSS {peak_rss_mb():,.0f} MB; the PostgreSQL server's processes "
+    print(f"\nmemory: this ragloom process peak RSS {harness.peak_rss_mb():,.0f} MB; the PostgreSQL server's processes "
           f"{postgres_pss_mb():,.0f} MB (PSS: shared buffers counted once)")
-
-
-def peak_rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def postgres_pss_mb() -> float:
@@ -232,9 +226,7 @@ def postgres_pss_mb() -> float:
         try:
             if not proc.name.isdigit() or (proc / "comm").read_text().strip() != "postgres":
                 continue
-            for line in (proc / "smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total_kb += int(line.split()[1])
+            total_kb += harness.memory_kb(int(proc.name))[1]
         except OSError:
             continue
     return total_kb / 1024

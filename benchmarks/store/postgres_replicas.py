@@ -16,7 +16,6 @@ import itertools
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,38 +24,22 @@ from pathlib import Path
 
 import httpx
 
+from .. import harness
+
 ADMIN = "bench-admin-key-0123456789"
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+SCIFACT = harness.SCIFACT
 
 
 def start_replica(root: Path, url: str) -> tuple[subprocess.Popen, str]:
     folder = root / uuid.uuid4().hex[:6]
     folder.mkdir(parents=True)
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
+    port = harness.free_port()
     # No result or query-embedding cache: every search does the work (the clients repeat 40 queries).
-    env.update(RAGLOOM_API_KEY=ADMIN, RAGLOOM_SERVER__JOB_LEASE="5", RAGLOOM_SERVER__SEARCH_THREADS="2",
-               RAGLOOM_SEARCH__CACHE__SIZE="0", RAGLOOM_SEARCH__CACHE__EMBEDDINGS="0")
-    log = open(folder / "serve.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "ragloom", "serve", "--index", url, "--port", str(port)],
-                               cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/v1/healthz", timeout=2).status_code == 200:
-                return process, base
-        except httpx.HTTPError:
-            time.sleep(0.5)
-    raise SystemExit(f"a replica did not start; see {folder / 'serve.log'}")
+    settings = {"RAGLOOM_API_KEY": ADMIN, "RAGLOOM_SERVER__JOB_LEASE": "5", "RAGLOOM_SERVER__SEARCH_THREADS": "2",
+                "RAGLOOM_SEARCH__CACHE__SIZE": "0", "RAGLOOM_SEARCH__CACHE__EMBEDDINGS": "0"}
+    process = harness.start_ragloom(["serve", "--index", url, "--port", str(port)], port, settings, cwd=folder,
+                                    log=folder / "serve.log", timeout=180, every=0.5)
+    return process, f"http://127.0.0.1:{port}"
 
 
 def documents(n: int, offset: int = 0) -> list[tuple[str, str]]:
@@ -126,7 +109,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="ragloom-replicas-"))
     replicas = [start_replica(root, url) for _ in range(3)]
     bases = [base for _, base in replicas]
-    print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, 3 replicas over {url.split('?')[0]} (load average {os.getloadavg()[0]:.2f} before)")
+    print(f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, 3 replicas over {url.split('?')[0]} (load average {harness.load_average():.2f} before)")
     seed = [upload(bases[0], n, t) for n, t in documents(100)]
     wait_jobs(bases[0], seed)
     queries = [text.split("\n")[0].lstrip("# ")[:80] for _, text in documents(40, 500)]

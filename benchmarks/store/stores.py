@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+from .. import harness
+
+RESULTS = harness.RESULTS
+SCIFACT = harness.SCIFACT
 STORES = ["embedded", "chroma", "qdrant"]
 SOURCE_SIZE = 100  # chunks per source, as an ingest of many files writes them
 K = 10
@@ -312,7 +314,7 @@ def main() -> None:
     for cell in cells + ["hybrid"]:
         if cell in args.skip:
             continue
-        command = [sys.executable, __file__, "--only", cell, "--synthetic", str(args.synthetic),
+        command = [*harness.command("stores"), "--only", cell, "--synthetic", str(args.synthetic),
                    "--queries", str(args.queries), "--qdrant-on-disk", str(args.qdrant_on_disk)]
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True)
@@ -321,6 +323,7 @@ def main() -> None:
             continue
         result = json.loads(done.stdout.strip().splitlines()[-1])
         print(f"{cell}: {time.perf_counter() - started:.0f} s wall", file=sys.stderr)
+        harness.record({cell: result})
         (RESULTS / f"stores-{cell.replace(':', '-')}.json").write_text(json.dumps(result, indent=2))
     _report()
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +35,8 @@ from ragloom.filters import parse_where
 from ragloom.index import hybrid_search
 from ragloom.stores.embedded import EmbeddedStore
 from ragloom.types import Chunk, SourceRecord, content_hash
+
+from .. import harness
 
 DIM = 384
 CLUSTERS = 200
@@ -79,15 +79,6 @@ def make_queries(n: int, chunks: int) -> tuple[np.ndarray, list[str]]:
     return queries.astype(np.float32), texts
 
 
-def peak_rss_mb() -> float:
-    """This process's peak RSS. Not getrusage: Linux carries ru_maxrss over exec, so a child
-    would report its parent's peak; VmHWM is the current program's own."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def build(folder: Path, chunks: int, per_source: int, threshold: int) -> dict[str, float]:
     started = time.perf_counter()
     store = EmbeddedStore.open(folder, ann_config(max(threshold, chunks + 1)))  # no ANN during ingest
@@ -121,7 +112,7 @@ def build(folder: Path, chunks: int, per_source: int, threshold: int) -> dict[st
         "ann_build_s": ann_seconds, "build_s": time.perf_counter() - started,
         "disk_bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()),
         "sqlite_bytes": sum(p.stat().st_size for p in folder.glob("ragloom.sqlite*")),
-        "build_peak_rss_mb": peak_rss_mb(),
+        "build_peak_rss_mb": harness.peak_rss_mb(),
     }
 
 
@@ -162,12 +153,12 @@ def search_process(folder: Path, chunks: int, queries: int, threshold: int, mode
         "latency": {name: [p50, p95] for name, (p50, p95, _) in kinds.items()},
         "dense_ids": [[c.chunk_id for c in hits] for hits in kinds["dense"][2]],
         "dense_filtered_ids": [[c.chunk_id for c in hits] for hits in kinds["dense_filtered"][2]],
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": harness.peak_rss_mb(),
     }
 
 
 def run_child(args: argparse.Namespace, folder: Path, mode: str) -> dict:
-    command = [sys.executable, __file__, "--search-only", str(folder), "--mode", mode, "--chunks", str(args.chunks),
+    command = [*harness.command("synthetic"), "--search-only", str(folder), "--mode", mode, "--chunks", str(args.chunks),
                "--queries", str(args.queries), "--ann-threshold", str(args.ann_threshold),
                "--exact-rows", str(args.exact_rows)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
@@ -176,6 +167,23 @@ def run_child(args: argparse.Namespace, folder: Path, mode: str) -> dict:
 
 def recall(approximate: list[list[str]], exact: list[list[str]]) -> float:
     return float(np.mean([len(set(a) & set(e)) / max(len(e), 1) for a, e in zip(approximate, exact)]))
+
+
+def tables(results: list[dict]) -> str:
+    """One row per corpus size, as in BENCHMARKS.md "Scale" (``python -m benchmarks report``)."""
+    def ms(pair: list[float]) -> str:
+        return " / ".join(f"{x:.2f}" if x < 10 else f"{x:.1f}" for x in pair)
+
+    lines = ["| chunks | build s | disk bytes a chunk | ANN recall@10 (10% filter) | exact dense | ANN dense | exact hybrid "
+             "| ANN hybrid | ANN hybrid, 10% filter | peak RSS MB: exact / ANN search process |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: r["chunks"]):
+        lines.append(
+            f"| {r['chunks']:,} | {r['build_s']:.1f} | {r['disk_bytes_per_chunk']:,.0f} | {r['ann_recall_at_10']:.3f} "
+            f"({r['ann_filtered_recall_at_10']:.3f}) | {ms(r['exact']['dense'])} | {ms(r['ann']['dense'])} | "
+            f"{ms(r['exact']['hybrid'])} | {ms(r['ann']['hybrid'])} | {ms(r['ann']['hybrid_filtered'])} | "
+            f"{r['exact_search_peak_rss_mb']:,.0f} / {r['peak_rss_mb']:,.0f} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -225,6 +233,7 @@ def main() -> None:
         "peak_rss_mb": served["peak_rss_mb"],
     })
 
+    harness.record(figures)
     print(f"embedded store, {args.chunks:,} chunks x {DIM}-d, {args.queries} queries")
     print(f"build (excluding embedding): {built['build_s']:.1f} s  (SQLite writes {built['sqlite_write_s']:.1f} s, "
           f"matrix + BM25 {built['matrix_bm25_build_s']:.1f} s, approximate index {built['ann_build_s']:.1f} s)")
