@@ -29,11 +29,11 @@ def run(name: str, args: list[str]) -> int:
         return 2
     module = bench.load()
     sys.argv = [f"python -m benchmarks {bench.name}", *args]
-    # A worker process that a run starts (``harness.command``) finds this package and records nothing.
+    if os.environ.get(harness.PARENT_RUN) or any(a in ("-h", "--help") for a in args):
+        return module.main() or 0  # a worker process of a run, or no run at all
+    # A worker process that the run starts (``harness.command``) finds this package and records nothing.
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     os.environ["PYTHONPATH"] = os.pathsep.join([str(harness.REPO), *(p for p in paths if p)])
-    if os.environ.get(harness.PARENT_RUN) or any(a in ("-h", "--help") for a in args):
-        return module.main() or 0
     os.environ[harness.PARENT_RUN] = bench.name
     with harness.Run(bench.name, args):
         code = module.main()

@@ -263,7 +263,7 @@ class Run:
         self.result: dict[str, Any] = {
             "name": self.name, "args": self.args, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "commit": git_commit(), "machine": machine(), "load_before": round(load_average(), 2)}
-        self._memory = TreeMemory(os.getpid(), every=0.5).__enter__()
+        self._memory = TreeMemory(os.getpid(), every=0.2).__enter__()
         self._stdout, sys.stdout = sys.stdout, _Tee(sys.stdout)
         self._started = time.perf_counter()
         _current = self
@@ -278,6 +278,7 @@ class Run:
         code = error.code if isinstance(error, SystemExit) else None
         self.result.update(
             seconds=round(seconds, 3), load_after=round(load_average(), 2),
+            peak_rss_mb=round(peak_rss_mb(), 1),  # this process's own peak (exact, unlike a sample)
             peak_tree_rss_mb=round(self._memory.peak_rss, 1), peak_tree_pss_mb=round(self._memory.peak_pss, 1),
             most_processes=self._memory.most_processes,
             status="ok" if kind is None or code in (0, None) else ("interrupted" if kind is KeyboardInterrupt else "failed"),

@@ -4,7 +4,7 @@ files fell back to line chunks (a file tree-sitter could not parse).
 Copies an installed pure-Python package (``rich`` by default) to a temporary folder, ingests it
 into a fresh index with the default settings, and prints one table row.
 
-    python benchmarks/code_ingest_rate.py [--package rich]
+    python -m benchmarks code_ingest_rate [--package rich]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Prints nDCG@10, MRR@10 and recall@10 for each, and the hybrid weights tried (the
 preset's ``alpha`` was chosen here: CoSQA has only this split, so the figures are on the split
 that tuned it).
 
-    python benchmarks/code_search.py [--data ../shared/datasets/cosqa-dev] [--work benchmarks/results/code]
+    python -m benchmarks code_search [--data ../shared/datasets/cosqa-dev] [--work benchmarks/results/code]
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Each set of packages (a folder holding them, e.g. ``tune/rich``, ``tune/httpx``,
 is ingested into one index with the default configuration and searched in the default mode
 (or ``--mode``). Prints hit@1 and MRR@10 per kind for each set, and writes the JSON beside.
 
-    python benchmarks/dev_queries.py --set tune=/tmp/devq/tune --set held=/tmp/devq/held \
+    python -m benchmarks dev_queries --set tune=/tmp/devq/tune --set held=/tmp/devq/held \
         [--work benchmarks/results/devq] [--mode code] [--fresh]
 
 The packages used in BENCHMARKS.md: tune rich 15.0.0, httpx 0.28.1, click 8.5.1; held out

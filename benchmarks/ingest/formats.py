@@ -10,8 +10,8 @@ file-level and is compared with the TXT copy's. Every file also holds a generate
 --dpi with noise and a slight skew, and CER is the OCR's character error rate against the typeset
 page's own text layer.
 
-    python benchmarks/formats.py --data ../shared/datasets/scifact            # all formats
-    python benchmarks/formats.py --data ../shared/datasets/scifact --scan-limit 120 --formats txt,pdf,scan
+    python -m benchmarks formats --data ../shared/datasets/scifact            # all formats
+    python -m benchmarks formats --data ../shared/datasets/scifact --scan-limit 120 --formats txt,pdf,scan
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Every file within a budget, nothing finished lost (issue 42): one CLI ingest per case, with the
 whole process tree's memory sampled while it runs (the ingest and its worker processes).
 
-    python benchmarks/hostile_ingest.py pathology [--set held-out]   # hostile files + 30 notes
-    python benchmarks/hostile_ingest.py layout                        # 2 MB of words four ways, 5 MB repeated
-    python benchmarks/hostile_ingest.py size [--mb 20] [--seconds 600]
-    python benchmarks/hostile_ingest.py ctrl-c [--notes 2000] [--after 12]
-    python benchmarks/hostile_ingest.py splitter                      # chunking speed vs LangChain
+    python -m benchmarks hostile_ingest pathology [--set held-out]   # hostile files + 30 notes
+    python -m benchmarks hostile_ingest layout                        # 2 MB of words four ways, 5 MB repeated
+    python -m benchmarks hostile_ingest size [--mb 20] [--seconds 600]
+    python -m benchmarks hostile_ingest ctrl-c [--notes 2000] [--after 12]
+    python -m benchmarks hostile_ingest splitter                      # chunking speed vs LangChain
 
 Each prints a Markdown table and writes one JSON file under benchmarks/results/. The tree's peak
 is the largest sum, over the ingest and every process under it, of RSS (pages a forked worker

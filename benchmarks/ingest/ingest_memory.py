@@ -8,9 +8,9 @@ through the ingest path with the model's forward pass replaced by constant vecto
 model, which for 50 MB is ~12M tokens, i.e. an hour or more on 2 cores). Peak RSS is the
 child's ru_maxrss.
 
-    python benchmarks/ingest_memory.py --mb 5 50 --stage chunk
-    python benchmarks/ingest_memory.py --mb 50 --stage ingest-no-model
-    python benchmarks/ingest_memory.py --mb 50 --stage ingest      # the issue's target: <= 1 GB
+    python -m benchmarks ingest_memory --mb 5 50 --stage chunk
+    python -m benchmarks ingest_memory --mb 50 --stage ingest-no-model
+    python -m benchmarks ingest_memory --mb 50 --stage ingest      # the issue's target: <= 1 GB
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ into a fresh index with the default settings, then embeds exactly the chunk text
 produced with the same embedder, alone. The ratio of the two tokens/s figures is how close
 ingest runs to the model's limit (issue 14's target: >= 90%).
 
-    python benchmarks/ingest_rate.py [--docs 1000] [--shard 100] [--rounds 1]
+    python -m benchmarks ingest_rate [--docs 1000] [--shard 100] [--rounds 1]
 """
 
 from __future__ import annotations

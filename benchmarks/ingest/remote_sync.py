@@ -5,7 +5,7 @@ Reports per source: wall time, requests sent, bytes downloaded and, for the site
 sent (200) against conditional answers (304). Targets: a no-change re-sync downloads no object
 body, and sends at most one conditional request per page.
 
-    python benchmarks/remote_sync.py [--objects 5000] [--pages 2000] [--latency] [--interval SECONDS]
+    python -m benchmarks remote_sync [--objects 5000] [--pages 2000] [--latency] [--interval SECONDS]
         [--json benchmarks/results/remote-sync.json]
 
 ``--latency`` serves the index (create_app under uvicorn) with the S3 prefix as a configured source at

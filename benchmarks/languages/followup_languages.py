@@ -1,7 +1,7 @@
 """How often the offline follow-up rewrite thinks a standalone question leans on earlier turns,
 in each language of XQuAD (issue 31).
 
-    python benchmarks/followup_languages.py
+    python -m benchmarks followup_languages
 
 There is no multilingual conversation set here, so whether a rewrite finds more is not measured.
 What XQuAD does give is the same 632 first-turn questions in 12 languages: none of them follows

@@ -4,7 +4,7 @@ Each embedder runs in its own process over the same XQuAD paragraphs (the first 
 each of ``--langs``, as ``passage``/document texts): load time, peak RSS after loading and
 after embedding, and the embedding rate in the model's own tokens and in characters a second.
 
-    python benchmarks/language_speed.py [--docs 24] [--langs en de zh hi]
+    python -m benchmarks language_speed [--docs 24] [--langs en de zh hi]
 """
 
 from __future__ import annotations

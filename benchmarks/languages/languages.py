@@ -1,9 +1,9 @@
 """Every language of XQuAD (developers' half): lexical, dense and hybrid nDCG@10 in one table.
 
-    python benchmarks/languages.py --label before --cache /tmp/xq-before     # today's code
-    python benchmarks/languages.py --label after                              # after issue 31
-    python benchmarks/languages.py --compare before after                     # the two side by side
-    python benchmarks/languages.py --label pg --store postgres --cache /tmp/xq  # the postgres store
+    python -m benchmarks languages --label before --cache /tmp/xq-before     # today's code
+    python -m benchmarks languages --label after                              # after issue 31
+    python -m benchmarks languages --compare before after                     # the two side by side
+    python -m benchmarks languages --label pg --store postgres --cache /tmp/xq  # the postgres store
 
 With ``--store postgres`` each dataset is an index of its own in a PostgreSQL started from the
 ``pgserver`` wheel (or the one ``--pg-url`` names); with the same ``--cache`` as an embedded run,
@@ -138,6 +138,14 @@ def table(results: dict[str, dict]) -> str:
             scores = " | ".join(f"{row['nDCG@10'][mode]:.3f}" if mode in row["nDCG@10"] else "-" for mode in MODES)
             lines.append(f"| {name} | {row['embedder']} | {scores} |")
     return "\n".join(lines)
+
+
+def tables(results: list[dict[str, dict]]) -> str:
+    """For ``python -m benchmarks report``: one result file, its table; two, the first against the
+    second (as ``--compare``)."""
+    if len(results) == 2:
+        return compare(*results)
+    return "\n\n".join(table(result) for result in results)
 
 
 def compare(before: dict[str, dict], after: dict[str, dict]) -> str:

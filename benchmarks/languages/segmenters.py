@@ -1,7 +1,7 @@
 """Word segmenters against character bigrams for BM25 over Chinese and Thai (issue 31).
 
-    python benchmarks/segmenters.py                    # zh and th of xquad-dev, every mode
-    python benchmarks/segmenters.py --languages zh --modes bigrams jieba
+    python -m benchmarks segmenters                    # zh and th of xquad-dev, every mode
+    python -m benchmarks segmenters --languages zh --modes bigrams jieba
 
 Each paragraph of ``xquad-dev/<lang>`` is one chunk of the project's own BM25 index
 (``LexicalIndex``, the analyser of the language's family), and each question is searched as

@@ -2,10 +2,10 @@
 ragloom's default chunks of the same abstracts.
 
 Each variant runs in its own process, warmed up by the code that warms every peer in
-benchmarks/peers.py (one full batch of 512-token texts), then embeds the texts handed over 256 at a time, as the
+benchmarks/peers/peers.py (one full batch of 512-token texts), then embeds the texts handed over 256 at a time, as the
 peer wrappers hand them. Peak RSS is read after the warm-up and after the embedding.
 
-    python benchmarks/embed_memory.py [--docs 1024]
+    python -m benchmarks embed_memory [--docs 1024]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ ragloom's default runs each text on its own (deterministic: the INT8 model quant
 activations per input tensor); "padded batches" is the former way, kept to measure
 what determinism costs.
 
-    python benchmarks/embed_throughput.py [--docs 600] [--threads 2] [--rounds 3] [--fastembed-batch 32] [--onnx-only]
+    python -m benchmarks embed_throughput [--docs 600] [--threads 2] [--rounds 3] [--fastembed-batch 32] [--onnx-only]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """EmbeddingGemma against bge-small: ingest rate and peak memory on the same SciFact documents, and
 how close each ONNX form of EmbeddingGemma is to the sentence-transformers fp32 model.
 
-    python benchmarks/embeddinggemma.py ingest [--docs 2000]        # one ingest per embedder, in turn
-    python benchmarks/embeddinggemma.py fidelity [--texts 200]       # needs torch + sentence-transformers
+    python -m benchmarks embeddinggemma ingest [--docs 2000]        # one ingest per embedder, in turn
+    python -m benchmarks embeddinggemma fidelity [--texts 200]       # needs torch + sentence-transformers
 
 ``ingest`` runs each ingest in a child process (``ragloom ingest`` of the first N abstracts, written
 as JSONL shards of 100) and samples the child's resident memory every 0.1 s: wall time, chunks/s,

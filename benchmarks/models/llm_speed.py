@@ -7,7 +7,7 @@ it. Thread counts are interleaved round by round so machine load hits both alike
 (sample-corpus) context in the prompt; each prompt starts with a new round number, so
 llama.cpp's prefix cache cannot skip the work.
 
-    python benchmarks/llm_speed.py [--model qwen2.5-coder-0.5b] [--tokens 128] [--rounds 3] [--threads 1 2]
+    python -m benchmarks llm_speed [--model qwen2.5-coder-0.5b] [--tokens 128] [--rounds 3] [--threads 1 2]
                                    [--context 0 500 1000 1500]
 """
 

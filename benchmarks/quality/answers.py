@@ -2,12 +2,12 @@
 
     # SQuAD (the test split: questions of the last 11 articles): first-sentence baseline,
     # extractive, standard and attributed with the default local LLM
-    python benchmarks/answers.py squad --limit 200
+    python -m benchmarks answers squad --limit 200
     # extractive answers, and the share of "The sources do not say." when each question is
     # asked of another article (unanswerable) and of its own (answerable)
-    python benchmarks/answers.py squad --limit 0 --runs extractive --unanswerable
+    python -m benchmarks answers squad --limit 0 --runs extractive --unanswerable
     # HyDE, multi-query and corrective RAG vs the plain hybrid pipeline, one run, SciFact test
-    python benchmarks/answers.py transforms --limit 100
+    python -m benchmarks answers transforms --limit 100
 
 Both print Markdown tables. Questions are a fixed subset spread evenly over the sorted ids
 (``--limit``); runs are interleaved question by question so machine load hits them alike.

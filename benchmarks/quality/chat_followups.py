@@ -9,7 +9,7 @@ scores 1 when the answer cites nothing ("The sources do not say."). Conversation
 by a hash of their id (``conversations.py``'s halves): "tune" and "report"; both are printed per
 domain, report is the figure to quote.
 
-    python benchmarks/chat_followups.py --data ../shared/datasets/convqa-dev
+    python -m benchmarks chat_followups --data ../shared/datasets/convqa-dev
 """
 
 from __future__ import annotations

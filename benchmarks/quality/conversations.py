@@ -1,7 +1,7 @@
 """Follow-up questions on convqa-dev (issue 23): retrieval with each way of making a turn standalone.
 
-    python benchmarks/conversations.py --data ../shared/datasets/convqa-dev            # offline rows
-    python benchmarks/conversations.py --data ../shared/datasets/convqa-dev --llm qwen2.5-coder-0.5b
+    python -m benchmarks conversations --data ../shared/datasets/convqa-dev            # offline rows
+    python -m benchmarks conversations --data ../shared/datasets/convqa-dev --llm qwen2.5-coder-0.5b
 
 Part 1, the 123 follow-up turns with gold passages (MTRAG-UN), searched (hybrid, k=10) on the
 553-passage corpus with: (a) the question alone, (b) the offline rewrite, (c) the LLM rewrite,

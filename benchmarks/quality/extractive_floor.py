@@ -14,9 +14,9 @@ is below one floor or the best passage below another, so one pass gives every ga
 the share of answerable questions refused (target <= 2%), the shares of unanswerable ones refused
 (as high as the floor allows), and F1 / containment on the answerable ones (a refusal scores 0).
 
-    python benchmarks/extractive_floor.py --split train --limit 150 --out results/floor-train.json
-    python benchmarks/extractive_floor.py --rows results/floor-train.json --passage-floors 0 0.01 0.05 0.1
-    python benchmarks/extractive_floor.py --split test --limit 150 --floors 0.3 0.05 --passage-floors 0 0.05
+    python -m benchmarks extractive_floor --split train --limit 150 --out results/floor-train.json
+    python -m benchmarks extractive_floor --rows results/floor-train.json --passage-floors 0 0.01 0.05 0.1
+    python -m benchmarks extractive_floor --split test --limit 150 --floors 0.3 0.05 --passage-floors 0 0.05
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ For each dataset (default: the HotpotQA sample and SciFact test):
 Subsets keep a run small: ``--queries N`` takes the first N judged queries and
 ``--docs N`` their relevant documents plus distractors up to N documents.
 
-    python benchmarks/knowledge.py --queries 30 --docs 300 --llm-chunks 5 --chunkers recursive,semantic
-    python benchmarks/knowledge.py                      # full: both datasets, every part (hours with an LLM)
-    python benchmarks/knowledge.py --llm-model /path/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+    python -m benchmarks knowledge --queries 30 --docs 300 --llm-chunks 5 --chunkers recursive,semantic
+    python -m benchmarks knowledge                      # full: both datasets, every part (hours with an LLM)
+    python -m benchmarks knowledge --llm-model /path/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
 """
 
 from __future__ import annotations

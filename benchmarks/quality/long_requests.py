@@ -11,8 +11,8 @@ Runs, nDCG@10 / MRR@10 / Recall@10 on the same requests:
 - ragloom lexical as it is, and with each distinct query term counted once (what it did before:
   the measured lever).
 
-    pip install bm25s PyStemmer          # the reference only (benchmarks/requirements-peers.txt)
-    python benchmarks/long_requests.py --limit 300
+    pip install bm25s PyStemmer          # the reference only (benchmarks/peers/requirements-peers.txt)
+    python -m benchmarks long_requests --limit 300
 """
 
 from __future__ import annotations

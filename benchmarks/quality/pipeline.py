@@ -13,8 +13,8 @@ Two phases, both on the index `ragloom eval` builds (reused from its cache when 
    index bytes per chunk and extra ingest time. The query cache is off, so every query
    is computed.
 
-    python benchmarks/pipeline.py --tune                        # train sweep, then the test table
-    python benchmarks/pipeline.py --test-queries 20 --rows hybrid,fast   # a quick check
+    python -m benchmarks pipeline --tune                        # train sweep, then the test table
+    python -m benchmarks pipeline --test-queries 20 --rows hybrid,fast   # a quick check
 """
 
 from __future__ import annotations

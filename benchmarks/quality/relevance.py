@@ -1,7 +1,7 @@
 """Does a hit's score mean the same across queries? Related vs unrelated queries on one corpus.
 
-    python benchmarks/relevance.py --split train --limit 300     # tune search.weak_cosine here
-    python benchmarks/relevance.py --split test --limit 300 --modes hybrid precise
+    python -m benchmarks relevance --split train --limit 300     # tune search.weak_cosine here
+    python -m benchmarks relevance --split test --limit 300 --modes hybrid precise
 
 Related queries are SciFact's own (``--split``); unrelated ones are SQuAD-train questions of the
 same split (Wikipedia articles about universities, cities, companies...), asked of the SciFact

@@ -5,7 +5,7 @@ fusion on the TRAIN queries, then reports every mode on the 300 TEST queries:
 nDCG@10 and recall@100 (documents ranked by their best chunk), search latency
 p50/p95 including query embedding, ingest time and embedding throughput.
 
-    python benchmarks/scifact.py [--data ../shared/datasets/scifact] [--index benchmarks/results/scifact-index]
+    python -m benchmarks scifact [--data ../shared/datasets/scifact] [--index benchmarks/results/scifact-index]
 """
 
 from __future__ import annotations

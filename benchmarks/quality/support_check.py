@@ -14,7 +14,7 @@ Prints ROC AUC, the best accuracy over thresholds (and the threshold), accuracy 
 configured default threshold, and time per pair, for the cross-encoder, bge embedding
 cosine and content-word overlap.
 
-    python benchmarks/support_check.py [--questions 100]
+    python -m benchmarks support_check [--questions 100]
 """
 
 from __future__ import annotations

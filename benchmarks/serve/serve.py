@@ -8,8 +8,8 @@ overhead as a ratio; then the same for extractive answers (POST /v1/ask, no LLM)
 --answers queries with --answer-clients clients. Then it ingests more abstracts (one file each)
 through POST /v1/ingest while 4 clients keep searching, and counts errors (the goal is 0).
 
-    python benchmarks/serve.py                      # 4,883 abstracts + 300 during ingest, 300 queries (full run)
-    python benchmarks/serve.py --docs 300 --queries 60 --during 60 --answers 20   # a quick check
+    python -m benchmarks serve                      # 4,883 abstracts + 300 during ingest, 300 queries (full run)
+    python -m benchmarks serve --docs 300 --queries 60 --during 60 --answers 20   # a quick check
 """
 
 from __future__ import annotations

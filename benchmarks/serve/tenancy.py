@@ -13,8 +13,8 @@
    indexes (copies of it) with the clients spread over them (/v1/indexes/NAME/search). Target
    (issue 32): three indexes serve at least 0.9x the searches per second of one.
 
-    python benchmarks/tenancy.py                     # 100k chunks, 300 queries; 300 abstracts x 3 indexes
-    python benchmarks/tenancy.py --chunks 20000 --queries 100 --http-queries 200   # a quick check
+    python -m benchmarks tenancy                     # 100k chunks, 300 queries; 300 abstracts x 3 indexes
+    python -m benchmarks tenancy --chunks 20000 --queries 100 --http-queries 200   # a quick check
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """The embedded store's cost curve: latency and memory against corpus size, exact vs approximate.
 
-Reads the JSON files ``benchmarks/synthetic.py --json`` writes (one per corpus size) and
+Reads the JSON files ``benchmarks/store/synthetic.py --json`` writes (one per corpus size) and
 draws p95 latency (dense and hybrid, unfiltered and 10%-filtered) and peak RSS of the search
 processes against the number of chunks, on log scales. Needs matplotlib (``pip install
 ragloom[plot]``).
 
     for n in 10000 100000 1000000; do
-      python benchmarks/synthetic.py --chunks $n --json benchmarks/results/synthetic-$n.json
+      python -m benchmarks synthetic --chunks $n --json benchmarks/results/synthetic-$n.json
     done
-    python benchmarks/plot_scaling.py benchmarks/results/synthetic-*.json --out scaling.png
+    python -m benchmarks plot_scaling benchmarks/results/synthetic-*.json --out scaling.png
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ costs in quality: SciFact's documents (one chunk each, no embedding) written to 
 the test queries' top 100 by BM25 at the default depth and with every posting read (exact),
 nDCG@10 of both and how many queries get the same top 10 / top 100.
 
-``scale``: N synthetic 384-d chunks (``benchmarks/synthetic.py``'s data, vectors precomputed)
+``scale``: N synthetic 384-d chunks (``benchmarks/store/synthetic.py``'s data, vectors precomputed)
 written through ``PostgresStore`` in sources of 1,000: load rate, the approximate index's build
 time (``--ann``: IVFFlat, the default, or HNSW), dense / 10%-filtered dense / lexical / hybrid p50
 and p95, recall@10 of dense against exact search and of BM25 against every posting read,
@@ -21,9 +21,9 @@ same ``--pg-dir`` finds the chunks loaded and only searches.
 A PostgreSQL with pgvector is started from the ``pgserver`` wheel in ``--pg-dir`` unless
 ``--url`` names one.
 
-    python benchmarks/postgres.py quality [--index /tmp/scifact-embedded] [--pg-dir /tmp/ragloom-bench-pg]
-    python benchmarks/postgres.py depth [--pg-dir /tmp/ragloom-bench-pg]
-    python benchmarks/postgres.py scale [--chunks 100000] [--queries 200] [--ann ivfflat|hnsw]
+    python -m benchmarks postgres quality [--index /tmp/scifact-embedded] [--pg-dir /tmp/ragloom-bench-pg]
+    python -m benchmarks postgres depth [--pg-dir /tmp/ragloom-bench-pg]
+    python -m benchmarks postgres scale [--chunks 100000] [--queries 200] [--ann ivfflat|hnsw]
 """
 
 from __future__ import annotations

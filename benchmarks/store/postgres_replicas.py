@@ -6,7 +6,7 @@ missing after the jobs finish, whether every replica returns identical results f
 queries, and a kill -9 of the replica running a large ingest: the job finished by another one,
 chunks lost or doubled, and the audit chain.
 
-    python benchmarks/postgres_replicas.py [--seconds 30] [--clients 20] [--uploads 30] [--pg-dir /tmp/ragloom-replicas-pg]
+    python -m benchmarks postgres_replicas [--seconds 30] [--clients 20] [--uploads 30] [--pg-dir /tmp/ragloom-replicas-pg]
 """
 
 from __future__ import annotations

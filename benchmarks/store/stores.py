@@ -8,8 +8,8 @@ RSS is its own. A last cell measures hybrid search on SciFact three ways, to cho
 between ragloom's BM25 beside the backend and Qdrant's own (sparse vectors with IDF,
 or BM25 text queries), each fused inside Qdrant or by ragloom.
 
-    python benchmarks/stores.py                      # everything (~15 min on 2 cores)
-    python benchmarks/stores.py --only synthetic:embedded
+    python -m benchmarks stores                      # everything (~15 min on 2 cores)
+    python -m benchmarks stores --only synthetic:embedded
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Each reports dense / lexical / hybrid p50 and p95, with and without a 10% metada
 (``group = 3``), and its own peak RSS; recall@10 of the approximate search is measured
 against the exact process's results, filtered and not.
 
-    python benchmarks/synthetic.py [--chunks 100000] [--queries 200] [--json FILE]
+    python -m benchmarks synthetic [--chunks 100000] [--queries 200] [--json FILE]
 
 ``--json`` writes every figure, among them ann_dense_p95_ms, exact_dense_p95_ms,
 ann_recall_at_10, hybrid_p95_ms, filtered_hybrid_p95_ms (those two from the process that
