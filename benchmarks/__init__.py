@@ -34,8 +34,10 @@ class Benchmark:
 
     @property
     def summary(self) -> str:
+        """The docstring's first paragraph, cut to a line."""
         doc = ast.get_docstring(ast.parse(self.path.read_text(encoding="utf-8"))) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        text = " ".join(doc.strip().split("\n\n")[0].split())
+        return text if len(text) <= 100 else text[:100].rsplit(" ", 1)[0] + " …"
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module_name)

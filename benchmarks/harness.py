@@ -276,12 +276,13 @@ class Run:
         self._memory.__exit__()
         tee, sys.stdout = sys.stdout, self._stdout
         code = error.code if isinstance(error, SystemExit) else None
+        status = "ok" if kind is None or code in (0, None) else "interrupted" if kind is KeyboardInterrupt else "failed"
         self.result.update(
             seconds=round(seconds, 3), load_after=round(load_average(), 2),
             peak_rss_mb=round(peak_rss_mb(), 1),  # this process's own peak (exact, unlike a sample)
             peak_tree_rss_mb=round(self._memory.peak_rss, 1), peak_tree_pss_mb=round(self._memory.peak_pss, 1),
             most_processes=self._memory.most_processes,
-            status="ok" if kind is None or code in (0, None) else ("interrupted" if kind is KeyboardInterrupt else "failed"),
+            status=status,
             metrics=self.metrics, output=tee.kept.getvalue())  # type: ignore[attr-defined]
         self.folder.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())

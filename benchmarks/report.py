@@ -29,7 +29,8 @@ from typing import Any
 from . import benchmarks, find
 from .harness import REPO
 
-BLOCK = re.compile(r"^(<!-- report: (?P<args>[^\n]*?) -->\n)(?P<body>.*?)^(<!-- /report -->)$", re.DOTALL | re.MULTILINE)
+BLOCK = re.compile(r"^(<!-- report: (?P<args>[^\n]*?) -->\n)(?P<body>.*?)^(<!-- /report -->)$",
+                   re.DOTALL | re.MULTILINE)
 
 
 def benchmark_of(path: Path, data: dict) -> str:

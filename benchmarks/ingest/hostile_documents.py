@@ -124,8 +124,8 @@ def ingest_table() -> None:
         print("|---|---|---|---|---|---|")
         for in_worker, memory_mb in ((True, 1024), (True, 512), (False, 1024)):
             label = f"worker, parse_memory_mb {memory_mb}" if in_worker else "in-process"
-            out = subprocess.run(harness.command("hostile_documents", "--ingest-one", folder, str(in_worker), str(memory_mb)),
-                                 capture_output=True, text=True)
+            command = harness.command("hostile_documents", "--ingest-one", folder, str(in_worker), str(memory_mb))
+            out = subprocess.run(command, capture_output=True, text=True)
             if out.returncode != 0:
                 print(f"| {label} | died ({out.returncode}) | | | | "
                       f"{out.stderr.strip().splitlines()[-1][:120] if out.stderr.strip() else ''} |")
@@ -171,7 +171,8 @@ def main() -> None:
         print("| file | seconds | peak RSS MB | what the loader said |")
         print("|---|---|---|---|")
         for name, path in cases.items():
-            out = subprocess.run(harness.command("hostile_documents", "--one", str(path)), capture_output=True, text=True, check=True)
+            out = subprocess.run(harness.command("hostile_documents", "--one", str(path)), capture_output=True,
+                                 text=True, check=True)
             row = json.loads(out.stdout.strip().splitlines()[-1])
             print(f"| {name} ({path.stat().st_size / 2**20:.1f} MB on disk) | {row['seconds']:.2f} | "
                   f"{row['peak_rss_mb']:.0f} | {row['said'].replace(str(path), path.name)[:140]} |")

@@ -32,6 +32,7 @@ from .. import harness
 
 RESULTS = harness.RESULTS
 SCIFACT = harness.SCIFACT / "corpus.jsonl"
+ragloom = harness.ragloom_command
 
 
 def machine() -> dict:
@@ -42,7 +43,7 @@ def machine() -> dict:
 def run_ingest(folder: Path, index: Path, *extra: str, stop_after: float | None = None) -> dict:
     """One ``ragloom ingest --json`` with the tree sampled; ``stop_after`` seconds: SIGINT then."""
     started = time.perf_counter()
-    process = subprocess.Popen(harness.ragloom_command("--index", str(index), "ingest", str(folder), "--json", *extra),
+    process = subprocess.Popen(ragloom("--index", str(index), "ingest", str(folder), "--json", *extra),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with harness.TreeMemory(process.pid) as tree:
         if stop_after is not None:
@@ -162,7 +163,7 @@ def pathology(args: argparse.Namespace) -> dict:
         outcomes[name] = {"kind": kind, "outcome": said.replace(str(folder), "")[:220]}
     found = 0
     for name, marker in markers.items():
-        hits = subprocess.run(harness.ragloom_command("--index", str(work / "index"), "search", marker, "-k", "1", "--json"),
+        hits = subprocess.run(ragloom("--index", str(work / "index"), "search", marker, "-k", "1", "--json"),
                               capture_output=True, text=True)
         try:
             first = json.loads(hits.stdout)[0]["source"]
