@@ -3,7 +3,9 @@
 A result file is either one run's record (``harness.Run``: its ``name`` and ``metrics``) or a JSON
 file a benchmark wrote itself (``--json``/``--out``; its benchmark is the longest benchmark name its
 file name starts with, or ``--benchmark``). Files of one benchmark become one table: the
-benchmark's own ``tables(results)`` when it has one, else a row per file of its scalar figures.
+benchmark's own ``tables(results)`` when it has one; else, for runs that recorded no figures,
+what each printed (its tables) under a line naming the run; else a row per file of its scalar
+figures.
 
 ``--update FILE.md`` regenerates every block of FILE.md written as
 
@@ -64,17 +66,27 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def printed(record: dict) -> str:
+    """A run's record without figures of its own: what it printed, under a line saying which run."""
+    caption = (f"`python -m benchmarks {' '.join([record['name'], *record['args']])}`: {record['date']}, "
+               f"commit {str(record['commit'])[:12]}, {record['seconds']:.0f} s, load average "
+               f"{record['load_before']} before, {record['load_after']} after")
+    return caption + "\n\n" + record["output"].strip("\n")
+
+
 def render(files: list[Path], benchmark: str | None = None) -> str:
-    grouped: dict[str, list[tuple[Path, dict]]] = defaultdict(list)
+    grouped: dict[str, list[tuple[Path, Any]]] = defaultdict(list)
     for path in files:
         data = json.loads(path.read_text(encoding="utf-8"))
-        grouped[benchmark or benchmark_of(path, data)].append((path, figures_of(data)))
+        grouped[benchmark or benchmark_of(path, data)].append((path, data))
     tables = []
     for name, pairs in grouped.items():
         module = find(name).load()
-        results = [figures for _, figures in pairs]
+        results = [figures_of(data) for _, data in pairs]
         if hasattr(module, "tables"):
             tables.append(module.tables(results).rstrip("\n"))
+        elif all(isinstance(data, dict) and "output" in data and not data["metrics"] for _, data in pairs):
+            tables += [printed(data) for _, data in pairs]
         else:
             tables.append(generic_table(results, [path for path, _ in pairs]))
     return "\n\n".join(tables) + "\n"
