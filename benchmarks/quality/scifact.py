@@ -26,7 +26,6 @@ from ragloom.eval.runner import search_documents, search_view
 from .. import harness
 
 
-
 def evaluate(index: Index, queries: dict[str, str], qrels) -> tuple[dict[str, float], list[float]]:
     run, times = {}, []
     for qid, text in queries.items():
