@@ -9,7 +9,7 @@ padded batch a text's vector depended on the other texts in it (cosine 0.9975 be
 two batchings), so an ingest resumed after a crash, or run in another order, did not
 reproduce a clean build. Alone and unpadded, a text's vector is a function of the text
 and the model only (the same with 1 or 2 threads), and it cost no throughput in
-``benchmarks/embed_throughput.py`` (see BENCHMARKS.md).
+``benchmarks/models/embed_throughput.py`` (see BENCHMARKS.md).
 
 Texts are embedded in parallel by single-threaded sessions, one per core by default
 (``embedder.sessions``; ``models.sessions``): faster than one session with every thread, and

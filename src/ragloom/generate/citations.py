@@ -2,7 +2,7 @@
 
 A support checker is a pure function over (claim, passage) pairs -> scores in 0..1. Three
 are offered (``answer.support_checker``): the packaged cross-encoder, bge embedding
-cosine, and content-word overlap; ``benchmarks/support_check.py`` measures them on a
+cosine, and content-word overlap; ``benchmarks/quality/support_check.py`` measures them on a
 labelled set.
 """
 

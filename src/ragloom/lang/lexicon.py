@@ -99,7 +99,7 @@ _UNSPACED = "".join([*BIGRAM_SCRIPTS.values(), *SEGMENTED_SCRIPTS.values()])
 #: Characters of such a script per word: a term of 6 Chinese characters counts as 3 words. Set so
 #: that as many of XQuAD's (standalone) questions have too few words as in English (26 of 632;
 #: Chinese 24 at 2, Thai 26 at 9: a Thai term between stop words is often several words;
-#: ``benchmarks/followup_languages.py``). Japanese takes Chinese's (not measured).
+#: ``benchmarks/languages/followup_languages.py``). Japanese takes Chinese's (not measured).
 CHARS_PER_WORD = {"zh": 2.0, "ja": 2.0, "th": 9.0}
 #: The only one-character stop words a Chinese run is split at: particles and pronouns. The
 #: stopwords-iso list also holds 大, 中, 上, 人, 日, 年..., which begin words (中国, 大学).

@@ -4,7 +4,7 @@ One onnxruntime session given two intra-op threads splits every operator of one 
 between two cores, and for the short texts ragloom embeds most of that time goes to
 synchronising the threads. Two single-threaded sessions, each running a whole text on its
 own core, keep both cores busy: SciFact chunks embed 1.3–1.4× faster, and every vector is bit
-for bit what the single two-thread session gives (``benchmarks/model_sessions.py``,
+for bit what the single two-thread session gives (``benchmarks/models/model_sessions.py``,
 BENCHMARKS.md). onnxruntime releases the GIL while a session runs, so threads suffice.
 
 ``SessionPool`` holds up to ``count`` sessions of one model, made when first needed (a process

@@ -10,7 +10,7 @@ from __future__ import annotations
 DENSE = [{"dense": {}}]
 LEXICAL = [{"lexical": {}}]
 HYBRID = [{"hybrid": {}}]
-# Chosen by measurement on SciFact train (benchmarks/pipeline.py; BENCHMARKS.md "The query pipeline"):
+# Chosen by measurement on SciFact train (benchmarks/quality/pipeline.py; BENCHMARKS.md "The query pipeline"):
 # a lever is in a preset only if it gained on its own. fast: today's hybrid. balanced: hybrid plus
 # the metadata boosts (phase, is_critical), which cost nothing; no cheap lever (roll-up, Rocchio
 # feedback, MMR, dedup) beat hybrid, and a cross-encoder over even 5 passages overruns a 150 ms
@@ -23,11 +23,11 @@ PRECISE = [{"hybrid": {}}, {"rerank": {"top_n": 20, "weight": 0.3}}, {"boosts": 
 GRAPH = [{"graph": {}}]
 GRAPH_BOOST = [{"hybrid": {}}, {"graph-boost": {}}]
 RAPTOR = [{"raptor": {}}]
-# The LLM-backed techniques; off by default (measured in benchmarks/answers.py).
+# The LLM-backed techniques; off by default (measured in benchmarks/quality/answers.py).
 CORRECTIVE = [{"corrective": {}}, {"compress": {}}]
 HYDE = [{"hyde": {}}]
 MULTI_QUERY = [{"multi-query": {}}]
-# Source code (benchmarks/code_search.py, CoSQA dev: BENCHMARKS.md "Source code"): BM25 is weak on
+# Source code (benchmarks/code/code_search.py, CoSQA dev: BENCHMARKS.md "Source code"): BM25 is weak on
 # natural-language queries against code (0.378 nDCG@10 against dense 0.589), so hybrid leans on the
 # dense side: alpha 0.9 gave 0.596, the default 0.8 0.585, 0.95 0.592.
 CODE = [{"hybrid": {"alpha": 0.9}}]

@@ -166,7 +166,7 @@ class AnswerConfig(Section):
     extractive_min_relevance: float = Field(
         0.03, ge=0.0, le=1.0, description="extractive: cross-encoder probability (0..1) the best sentence needs; "
         "below it the answer is 'The sources do not say.' Tuned on SQuAD-train train questions, each also asked "
-        "of its own article without its paragraph and of another article (benchmarks/extractive_floor.py)"
+        "of its own article without its paragraph and of another article (benchmarks/quality/extractive_floor.py)"
     )
     extractive_followup_min_relevance: float = Field(
         0.3, ge=0.0, le=1.0, description="extractive: a follow-up the question alone does not clear the floor for is "

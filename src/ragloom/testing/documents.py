@@ -1,6 +1,6 @@
 """Write real office documents, e-books, e-mail and notebooks with the formats' own libraries.
 
-Used by the loader tests and by ``benchmarks/formats.py``: every file is made by the library
+Used by the loader tests and by ``benchmarks/ingest/formats.py``: every file is made by the library
 that users' tools make it with (python-docx, python-pptx, openpyxl, odfpy, ebooklib, the
 standard library's ``email``), never by hand-written XML.
 

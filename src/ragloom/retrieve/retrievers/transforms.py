@@ -8,7 +8,7 @@
 
 Both need an LLM (``llm`` section) and fail with an error naming the setting without one.
 HyDE reported 0.691 nDCG@10 on SciFact with Contriever, below our hybrid: both are off
-by default, and ``benchmarks/answers.py --transforms`` measures them.
+by default, and ``benchmarks/quality/answers.py --transforms`` measures them.
 """
 
 from __future__ import annotations

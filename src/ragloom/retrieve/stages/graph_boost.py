@@ -1,7 +1,7 @@
 """The specification's graph boost: hits connected to the query's entities score ×factor.
 
 A hit is connected when it mentions an entity named in the query or one up to ``hops``
-relations away from one. The factor 1.2 is the specification's; benchmarks/knowledge.py
+relations away from one. The factor 1.2 is the specification's; benchmarks/quality/knowledge.py
 measures others.
 """
 

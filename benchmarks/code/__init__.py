@@ -1,0 +1,1 @@
+"""Source code: CoSQA, developers' queries, the ingest rate of a package."""

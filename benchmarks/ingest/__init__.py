@@ -1,0 +1,1 @@
+"""Ingest: rate, memory, formats, hostile files, remote sources."""

@@ -1,0 +1,1 @@
+"""ragloom against the tools users would pick instead (their requirements: requirements-*.txt here)."""

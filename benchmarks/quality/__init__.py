@@ -1,0 +1,1 @@
+"""Retrieval and answer quality: SciFact, the query pipeline, answers, conversations, knowledge structures."""

@@ -1,0 +1,1 @@
+"""The HTTP server: searches and answers through the API, tenancy."""

@@ -1,0 +1,1 @@
+"""Stores: the embedded store at scale, the backends compared, PostgreSQL and its replicas."""
