@@ -310,11 +310,11 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
 
     @classmethod
     @abstractmethod
-    def open(cls, path: Path, config: Config) -> Store:
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> Store:
         """Open (creating if needed) the store for the index directory ``path``.
 
-        A store that can be opened read-only takes a keyword ``read_only=True``: then it
-        creates and writes nothing, and derived indexes it must rebuild stay in memory.
+        With ``read_only=True`` it creates and writes nothing, and derived indexes it must
+        rebuild stay in memory.
         """
 
     @classmethod
