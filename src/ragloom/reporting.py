@@ -35,7 +35,7 @@ class IndexReports:
             embedder=str(info.get("model_id", "(none yet)")), dimension=int(info.get("dimension", 0)),
             store=config.store.backend, disk_bytes=store.disk_bytes(),
             chunking_policy=", ".join(sorted({s.policy for s in sources if s.policy})),
-            languages=counts("lang") if callable(counts := getattr(store, "value_counts", None)) else {},
+            languages=store.value_counts("lang") if store.abilities.value_counts else {},
         )
 
     def display_paths(self) -> DisplayPaths:

@@ -52,7 +52,7 @@ def test_a_new_collection_keeps_bm25_in_qdrant_and_nothing_beside_it(tmp_path: P
     store = _store(tmp_path / "index", "qdrant")
     chunks = _write(store, "all.md", SENTENCES)
     try:
-        assert store.lexical_side == "server"
+        assert store.abilities.server_bm25
         params = store.client.get_collection(store.collection).config.params
         assert "bm25" in (params.sparse_vectors or {})
         hits = store.search_lexical("lighthouse keeper", 3)
@@ -152,13 +152,13 @@ def test_a_collection_written_before_thai_had_its_own_family_keeps_matching(tmp_
 def test_a_collection_keeps_the_lexical_side_it_was_created_with(tmp_path: Path) -> None:
     store = _store(tmp_path / "index", "qdrant", lexical="local")
     chunks = _write(store, "all.md", SENTENCES)
-    assert store.lexical_side == "local"
+    assert not store.abilities.server_bm25
     assert [h.chunk_id for h in store.search_lexical("geese", 1)] == [chunks[8].id]
     assert (store.folder / "bm25").is_dir()
     store.close()
     reopened = _store(tmp_path / "index", "qdrant", lexical="server")
     try:
-        assert reopened.lexical_side == "local"  # the collection has no sparse vectors
+        assert not reopened.abilities.server_bm25  # the collection has no sparse vectors
         assert [h.chunk_id for h in reopened.search_lexical("geese", 1)] == [chunks[8].id]
     finally:
         reopened.close()

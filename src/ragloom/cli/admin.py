@@ -14,7 +14,7 @@ from rich.text import Text
 from ..config import CONFIG_FILENAME, annotated_yaml
 from ..audit import AuditEvent
 from ..errors import RagloomError, RagloomWarning
-from ..stores.embedded.catalog import search_from_event
+from ..stores.base import AuditEntry
 from .shared import console, display_path, state
 
 
@@ -117,7 +117,7 @@ def audit_command(
             console.print(Text.assemble((when, "bold"), f"  #{event.seq}  {event.kind}  {_write_summary(event.entry)}"),
                           highlight=False)
             continue
-        entry = search_from_event(event)
+        entry = AuditEntry.from_event(event)
         console.print(Text.assemble((when, "bold"), f"  #{event.seq}  search  {entry.mode}  k={entry.k}  "
                                     f"{entry.elapsed_ms:.1f} ms  filters={json.dumps(entry.filters)}  ",
                                     (entry.query, "cyan")), highlight=False)
@@ -128,7 +128,7 @@ def audit_command(
 
 def _event_dict(event: AuditEvent) -> dict:
     if event.kind == "search":
-        return {"kind": "search", "seq": event.seq, **search_from_event(event).__dict__}
+        return {"kind": "search", "seq": event.seq, **AuditEntry.from_event(event).__dict__}
     return {"seq": event.seq, "hash": event.hash, **event.entry}
 
 

@@ -31,7 +31,7 @@ def database(store: Store, feature: str = "the entity graph and the RAPTOR tree"
     if home is None:
         raise StoreError(
             f"{feature} needs an index that keeps tables (the embedded and postgres stores, chroma and qdrant "
-            f"with their catalog); the {getattr(store, 'name', type(store).__name__)} store has none"
+            f"with their catalog); the {store.name or type(store).__name__} store has none"
         )
     return home
 

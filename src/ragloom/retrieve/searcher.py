@@ -78,7 +78,7 @@ class Searcher:
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
-        for note in analysis_notes(store.lexical_analysis, query, pipeline.name):
+        for note in analysis_notes(store.abilities.analysis, query, pipeline.name):
             warnings.warn(note, RagloomWarning, stacklevel=stacklevel + 1)
             notes.append(note)
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
@@ -119,12 +119,11 @@ class Searcher:
     def languages(self) -> dict[str, int]:
         """Chunks per language (``lang``), read once per write; empty where the store cannot count them."""
         store = self.parts.store
-        counts = getattr(store, "value_counts", None)
-        if not callable(counts):
+        if not store.abilities.value_counts:
             return {}
         key = (store.generation(), store.count())
         if self._languages is None or self._languages[0] != key:
-            self._languages = (key, counts("lang"))
+            self._languages = (key, store.value_counts("lang"))
         return self._languages[1]
 
     def _cached_run(self, pipeline: Pipeline, plan: QueryPlan) -> SearchResult:

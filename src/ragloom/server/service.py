@@ -81,7 +81,9 @@ class IndexService:
         try:
             writes = self._writes
             if self._seen.get(id(index)) != writes:
-                _reload_lexical(index)
+                # A search right after an ingest sees its chunks on the lexical side too (the
+                # embedded store's tantivy readers reload on their own only after a delay).
+                index.store.show_latest_writes()
                 self._seen[id(index)] = writes
             yield index
         finally:
@@ -289,18 +291,6 @@ def mode_available(mode: str | None) -> Iterator[None]:
         if mode is None or isinstance(exc, LLMUnavailableError):
             raise
         raise ModeUnavailableError(f"the search preset {mode!r} cannot run on this server: {exc}") from exc
-
-
-def _reload_lexical(index: Index) -> None:
-    """Show a reader the writer's last BM25 commit now. The embedded store's tantivy readers
-    reload on their own only after a delay (about half a second), so a search right after an
-    ingest would miss the new chunks on the lexical side."""
-    if getattr(index.store, "lexical_side", "local") != "local":
-        return  # the engine computes BM25: nothing to reload here
-    lexical = getattr(index.store, "lexical", None)
-    reload = getattr(getattr(lexical, "index", None), "reload", None)
-    if callable(reload):
-        reload()
 
 
 class QueryTooLongError(errors.QueryTooLongError):

@@ -1,13 +1,13 @@
-"""Stores: one interface, one module (or package) per backend."""
+"""Stores: three role interfaces and a declaration of abilities (``base.py``), one module (or package) per backend."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .base import AuditEntry, Candidate, Store, create_store
+    from .base import Abilities, AuditEntry, Candidate, Store, create_store
 
-__all__ = ["AuditEntry", "Candidate", "Store", "create_store"]
+__all__ = ["Abilities", "AuditEntry", "Candidate", "Store", "create_store"]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .. import registry
-from ..audit import AuditEvent, ChainReport
+from ..audit import AuditEvent, ChainReport, new_entry
 from ..config import Config
 from ..errors import IndexLockedError, IndexReadOnlyError, StoreError
 from ..filters import Condition, matches, value_kinds
@@ -63,6 +63,28 @@ class AuditEntry:
     id: str = ""
     embedder: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def chain_fields(self) -> dict[str, Any]:
+        """The search as an entry of the audit chain (``audit.new_entry``), whichever store keeps it."""
+        fields = new_entry(
+            "search", embedder=self.embedder, query=self.query, mode=self.mode, k=self.k, filters=self.filters,
+            parameters=self.parameters, hits=self.hits, elapsed_ms=self.elapsed_ms, extra=self.extra,
+        )
+        if self.id:
+            fields["id"] = self.id
+        if self.created_at:
+            fields["created_at"] = self.created_at
+        return fields
+
+    @classmethod
+    def from_event(cls, event: AuditEvent) -> AuditEntry:
+        """A search read back from the audit chain."""
+        e = event.entry
+        return cls(
+            query=e.get("query", ""), mode=e.get("mode", ""), k=int(e.get("k", 0)), filters=e.get("filters") or {},
+            parameters=e.get("parameters") or {}, hits=e.get("hits") or [], elapsed_ms=float(e.get("elapsed_ms", 0.0)),
+            created_at=event.created_at, id=event.id, embedder=e.get("embedder", ""), extra=e.get("extra") or {},
+        )
 
 
 class SourceWrite:
@@ -192,17 +214,21 @@ class ChunkSearch(ABC):
         """A number that changes with every write (the query cache's key); None when unknown."""
         return None
 
-    def sources_where(self, conditions: Sequence[Condition]) -> set[str]:
-        """The paths of the sources with at least one chunk passing every condition. Here by
-        reading each source's chunks; a store that can ask its index for them does so."""
-        return {r.path for r in self.list_sources()  # type: ignore[attr-defined] - a SourceRegistry's
-                if any(matches(c.metadata, conditions) for c in self.source_chunks(r.path))}
-
     def metadata_kinds(self) -> dict[str, frozenset[str]]:
         """Each metadata key the chunks hold and the kinds of its values (``filters.value_kinds``),
         for warning about filters that cannot match. Derived from ``iter_chunks``; a store that
         can ask its database directly does so."""
         return value_kinds(chunk.metadata for chunk in self.iter_chunks())
+
+    def value_counts(self, key: str) -> dict[str, int]:
+        """How many chunks hold each value of the text field ``key`` (``status`` counts ``lang``),
+        most first; only where the store declares ``Abilities.value_counts``."""
+        raise StoreError(f"the {_name(self)} store cannot count metadata values (it does not declare value_counts)")
+
+    def show_latest_writes(self) -> None:  # noqa: B027 - optional hook
+        """Make the writes committed so far (by this process or another) visible to this object's
+        searches now. A store whose search reads a cache that catches up only after a delay (the
+        embedded store's tantivy readers reload about half a second after a commit) reloads it here."""
 
 
 class AuditLog(ABC):
@@ -233,36 +259,74 @@ class AuditLog(ABC):
         yield {}
 
 
+@dataclass(frozen=True)
+class Abilities:
+    """What a store can do beyond the three roles every store plays, declared once. Callers read
+    the declaration instead of probing the store (``getattr(store, "x", None)``), and the conformance
+    suite (``ragloom.testing.conformance``) asserts each declared ability and skips, naming the
+    declaration, the tests of one a store does not declare. A store sets ``abilities`` on its class,
+    or on the instance when an ability depends on what it opened (a collection made without sparse
+    vectors, an index made with another text search configuration)."""
+
+    #: How the lexical side reads text, at index and at query time: ``ragloom`` (the analysers of
+    #: ``lang/analysis.py``: every language as the embedded store reads it, identifiers whole), or
+    #: another reading the store declares (``postgresql:english``); search says so when a query's
+    #: language is one such a store does not read, and the conformance suite skips the language cases.
+    analysis: str = "ragloom"
+    #: BM25 is computed by the engine that holds the chunks (PostgreSQL's postings, Qdrant's sparse
+    #: vectors), not by a tantivy index beside them: no local lexical index is written.
+    server_bm25: bool = False
+    #: ``value_counts(key)`` answers (chunks per value of a metadata field, ``status``'s languages).
+    value_counts: bool = False
+    #: A source is written in one transaction: an aborted or interrupted write leaves its earlier
+    #: version whole. Without, the store drops the source whole instead (the next ingest reads it again).
+    transactions: bool = False
+    #: ``structures_database()`` gives the derived structures' tables (entity graph, RAPTOR tree).
+    structures: bool = False
+    #: ``sync_state()`` gives where remote sources keep their cursors (``stores/sync_state.py``).
+    sync_state: bool = False
+    #: ``ingest_jobs()`` gives a job queue every server over this store shares (``stores/jobs.py``).
+    shared_jobs: bool = False
+
+
 class Store(SourceRegistry, ChunkSearch, AuditLog):
-    """Where chunks and vectors live. One backend, one subclass: it opens, and implements the
-    three parts above (sources, search, audit); the conformance suite checks all of them."""
+    """Where chunks and vectors live. One backend, one subclass: it opens, implements the three
+    roles above (``SourceRegistry``, ``ChunkSearch``, ``AuditLog``: the abstract methods are what a
+    backend must write, the rest is derived from them) and declares its ``Abilities``; the
+    conformance suite (``ragloom.testing.conformance.StoreConformance``) checks all of it."""
 
     #: Registry name, e.g. "embedded".
     name: str = ""
     #: The component's settings, declared once: a pydantic model that checks its sub-section of the
     #: config (``store.<name>``) when it is resolved; a plugin reads them with ``config.store.options()``.
     Options: ClassVar[type[BaseModel] | None] = None
-    #: Opened read-only: every write raises IndexReadOnlyError (see ``open``).
-    read_only: bool = False
-    #: How the lexical side reads text, at index and at query time: ``ragloom`` (the analysers of
-    #: ``lang/analysis.py``: every language as the embedded store reads it, identifiers whole), or
-    #: another reading the store declares (``postgresql:english``); search says so when a query's
-    #: language is one such a store does not read, and the conformance suite skips the language cases.
-    lexical_analysis: str = "ragloom"
+    #: What this store can do beyond the three roles (see ``Abilities``).
+    abilities: Abilities = Abilities()
+
+    @property
+    def read_only(self) -> bool:
+        """Opened read-only: every write raises IndexReadOnlyError (see ``open``)."""
+        return False
 
     @classmethod
     @abstractmethod
-    def open(cls, path: Path, config: Config) -> Store:
+    def open(cls, path: Path, config: Config, read_only: bool = False) -> Store:
         """Open (creating if needed) the store for the index directory ``path``.
 
-        A store that can be opened read-only takes a keyword ``read_only=True``: then it
-        creates and writes nothing, and derived indexes it must rebuild stay in memory.
+        With ``read_only=True`` it creates and writes nothing, and derived indexes it must
+        rebuild stay in memory.
         """
 
     @classmethod
     def exists(cls, path: Path, config: Config) -> bool:
         """Whether ``path`` holds an index of this store (read-only commands never create one)."""
         return path.is_dir()
+
+    def sources_where(self, conditions: Sequence[Condition]) -> set[str]:
+        """The paths of the sources with at least one chunk passing every condition. Here by
+        reading each source's chunks; a store that can ask its index for them does so."""
+        return {r.path for r in self.list_sources()
+                if any(matches(c.metadata, conditions) for c in self.source_chunks(r.path))}
 
     def catalog_database(self) -> sqlite3.Connection | None:
         """The SQLite database of the sources registry, or None when this store keeps its
@@ -273,17 +337,20 @@ class Store(SourceRegistry, ChunkSearch, AuditLog):
         """Where the derived structures (the entity graph, the RAPTOR tree, the model-output
         cache) keep their tables beside the sources registry: the SQLite catalog, or (a store
         whose index or catalog lives in PostgreSQL) that index's ``Database``, whose schema has
-        them; None when this store has neither (the structures are then not available)."""
+        them; None when this store has neither (the structures are then not available, and the store
+        does not declare ``Abilities.structures``)."""
         return self.catalog_database()
 
     def sync_state(self) -> SyncState | None:
         """Where remote sources keep their cursors (``stores/sync_state.py``), in this store so that
-        any process or replica over it continues a sync; None: this store cannot sync remote sources."""
+        any process or replica over it continues a sync; None: this store cannot sync remote sources
+        (and does not declare ``Abilities.sync_state``)."""
         return None
 
     def ingest_jobs(self) -> JobQueue | None:
         """The job queue every server over this store shares (``stores/jobs.py``; the database's
-        table, ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory."""
+        table, ``stores/postgres/jobs.py``), or None: a server then keeps its jobs in memory (and the
+        store does not declare ``Abilities.shared_jobs``)."""
         return None
 
     # -- housekeeping -----------------------------------------------------------------

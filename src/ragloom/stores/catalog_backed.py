@@ -1,8 +1,14 @@
-"""The ``Store`` methods that a SQLite ``Catalog`` answers the same way for every backend.
+"""The catalog role, and the ``Store`` methods a catalog answers the same way for every backend.
 
-That includes the audit log: every store keeps its hash chain (``ragloom.audit``) in
-its catalog, and every write to the sources registry is chained in the transaction
-that makes it, so a write is never in the index without its audit entry.
+A catalog (``SourceCatalog``) keeps the embedder identity and other meta, the sources registry,
+the generation and the audit log: the embedded store's SQLite ``Catalog``
+(``stores/embedded/catalog.py``), or ``PostgresCatalog`` (``stores/postgres/catalog.py``), which the
+postgres store uses and a vector database's store may use instead of SQLite. ``CatalogBacked``
+answers those parts of the ``Store`` interface from whichever catalog a store holds.
+
+That includes the audit log: every store keeps its hash chain (``ragloom.audit``) in its catalog,
+and every write to the sources registry is chained in the transaction that makes it, so a write
+is never in the index without its audit entry.
 """
 
 from __future__ import annotations
@@ -10,21 +16,80 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
 
 from ..audit import AuditEvent, ChainReport
-from ..types import SourceRecord
+from ..types import Chunk, SourceRecord
 from .base import AuditEntry
 from .sync_state import SyncState
 
-if TYPE_CHECKING:  # the embedded package imports this module
-    from .embedded.catalog import Catalog
+
+class SourceCatalog(Protocol):
+    """Meta, the sources registry, the generation and the audit chain of one index, in one database."""
+
+    #: Opened read-only: every write raises IndexReadOnlyError.
+    read_only: bool
+    #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
+    operation: dict[str, Any] | None
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """One transaction of the catalog's database; the audit entries of the writes inside join it."""
+
+    def get_meta(self, key: str) -> Any: ...
+
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+    def generation(self) -> int:
+        """A number every write of the registry bumps."""
+
+    def get_source(self, path: str) -> SourceRecord | None: ...
+
+    def list_sources(self) -> list[SourceRecord]: ...
+
+    def replace_source(self, record: SourceRecord, chunks: Sequence[Chunk], vectors: np.ndarray) -> int:
+        """Replace a source (and the chunks the catalog holds of it) in one transaction; return the generation."""
+
+    def delete_source(self, path: str) -> tuple[int, int]:
+        """Delete a source and its chunks; return (chunks removed, generation)."""
+
+    def audit_write(self, kind: str, **fields: Any) -> AuditEvent:
+        """Chain an entry about a write, inside the transaction that makes it."""
+
+    def log_event(self, kind: str, **fields: Any) -> AuditEvent:
+        """Chain an entry in a transaction of its own (an operation's start or end)."""
+
+    def log_search(self, entry: AuditEntry) -> str: ...
+
+    def recent_searches(self, limit: int) -> list[AuditEntry]: ...
+
+    def audit_events(
+        self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
+    ) -> list[AuditEvent]: ...
+
+    def verify_audit(self) -> ChainReport: ...
+
+    def sync_state(self) -> SyncState:
+        """Remote sources' cursors, beside the registry."""
+
+    def catalog_database(self) -> sqlite3.Connection | None:
+        """The SQLite database, or None for a catalog kept elsewhere (PostgreSQL)."""
+
+    def structures_database(self) -> Any:
+        """Where the derived structures keep their tables: the SQLite connection or the PostgreSQL ``Database``."""
+
+    def close(self) -> None: ...
 
 
-class CatalogBacked:
-    """Embedder identity, sources registry and audit log, read from ``self.catalog``."""
+CatalogT = TypeVar("CatalogT", bound=SourceCatalog)
 
-    catalog: Catalog
+
+class CatalogBacked(Generic[CatalogT]):
+    """Embedder identity, sources registry and audit log, read from ``self.catalog`` (any
+    ``SourceCatalog``; a store names its own, ``CatalogBacked[PostgresCatalog]``, to use more of it)."""
+
+    catalog: CatalogT
 
     @property
     def read_only(self) -> bool:
@@ -58,8 +123,12 @@ class CatalogBacked:
     def list_sources(self) -> list[SourceRecord]:
         return self.catalog.list_sources()
 
-    def catalog_database(self) -> sqlite3.Connection:
-        return self.catalog.db
+    def catalog_database(self) -> sqlite3.Connection | None:
+        return self.catalog.catalog_database()
+
+    def structures_database(self) -> Any:
+        """The catalog's database: SQLite, or the PostgreSQL one every replica shares."""
+        return self.catalog.structures_database()
 
     def sync_state(self) -> SyncState:
         """Remote sources' cursors, beside the sources registry (SQLite, or the PostgreSQL schema)."""

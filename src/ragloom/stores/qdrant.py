@@ -14,6 +14,7 @@ tantivy index beside it instead.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -67,7 +68,7 @@ class QdrantStore(VectorDBStore):
         if self._ready:
             self._check_distance()
             server_bm25 = SPARSE in (self.client.get_collection(self.collection).config.params.sparse_vectors or {})
-        self.lexical_side = "server" if server_bm25 else "local"
+        self.abilities = dataclasses.replace(self.abilities, server_bm25=server_bm25)
         self._sparse: SparseBM25 | None = None
         self._after_connect()
 
@@ -86,7 +87,7 @@ class QdrantStore(VectorDBStore):
 
     def _create(self, dimension: int) -> None:
         m = self.models
-        sparse = {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)} if self.lexical_side == "server" else None
+        sparse = {SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)} if self.abilities.server_bm25 else None
         self.client.create_collection(
             self.collection, vectors_config=m.VectorParams(size=dimension, distance=m.Distance.COSINE),
             sparse_vectors_config=sparse,
@@ -101,7 +102,7 @@ class QdrantStore(VectorDBStore):
         if not self._ready:
             self._create(int(vectors.shape[1]))
         vectors = unit_rows(vectors)
-        sparse = self._bm25(chunks) if self.lexical_side == "server" else None
+        sparse = self._bm25(chunks) if self.abilities.server_bm25 else None
         if sparse is not None:
             self._note_families(sparse.families(chunks))
         for start in range(0, len(chunks), _BATCH):
@@ -217,11 +218,11 @@ class QdrantStore(VectorDBStore):
     @property
     def _dense_only(self) -> bool | list[str]:
         """What to ask for to get a point's dense vector alone (not its sparse BM25 one)."""
-        return [""] if self.lexical_side == "server" else True
+        return [""] if self.abilities.server_bm25 else True
 
     # -- BM25 in Qdrant ------------------------------------------------------------------------
     def search_lexical(self, query: str, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
-        if self.lexical_side != "server":
+        if not self.abilities.server_bm25:
             return super().search_lexical(query, k, conditions)
         families = self.catalog.get_meta(FAMILIES_META) or ["en"]
         indices, values = self._bm25(()).query(query, families)

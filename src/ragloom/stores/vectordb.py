@@ -47,8 +47,8 @@ import numpy as np
 from ..errors import StoreError
 from ..filters import Condition, matches
 from ..types import Chunk, SourceRecord, sha256_hex
-from .base import Candidate, SourceWrite, Store, folder_bytes, rank_candidates
-from .catalog_backed import CatalogBacked
+from .base import Abilities, Candidate, SourceWrite, Store, folder_bytes, rank_candidates
+from .catalog_backed import CatalogBacked, SourceCatalog
 from .derived import run_or_rebuild
 from .embedded.catalog import Catalog
 from .embedded.lexical import LexicalIndex
@@ -67,10 +67,13 @@ _STALE = -2  # a base generation no BM25 index has, so the next refresh rebuilds
 _FROM_COLLECTION: Any = ()
 
 
-class VectorDBStore(CatalogBacked, Store):
+class VectorDBStore(CatalogBacked[SourceCatalog], Store):
     """A ``Store`` whose chunks live in a vector database; a backend adds the primitives.
 
-    Embedder identity, sources registry and audit log come from ``CatalogBacked``.
+    Embedder identity, sources registry and audit log come from ``CatalogBacked``, whichever
+    catalog it is (SQLite beside the collection, or PostgreSQL); so do the derived structures'
+    tables and remote sources' cursors. BM25 is ragloom's tantivy index beside the collection,
+    unless the backend declares ``Abilities.server_bm25`` and overrides ``search_lexical``.
     """
 
     #: Where a local vector database keeps its files (a backend sets it); None for a server.
@@ -82,6 +85,7 @@ class VectorDBStore(CatalogBacked, Store):
         if not read_only:
             folder.mkdir(parents=True, exist_ok=True)
         self.catalog = open_catalog(folder, read_only, catalog_url)
+        self.abilities = Abilities(structures=True, sync_state=True, shared_jobs=catalog_url is not None)
         self._lexical_index: LexicalIndex | None = None
         self._lexical_options = (folder / "bm25", threads, read_only)
         self._lexical_pending: dict[str, list[Chunk] | None] = {}
@@ -96,9 +100,6 @@ class VectorDBStore(CatalogBacked, Store):
             return catalog_exists(catalog_url)
         return (path / cls.name / "ragloom.sqlite").is_file()
 
-    #: Where BM25 is computed: "local" (the tantivy index beside the collection) or "server".
-    lexical_side = "local"
-
     @property
     def lexical(self) -> LexicalIndex:
         """The tantivy index beside the collection, opened on first use (a backend whose engine
@@ -107,14 +108,6 @@ class VectorDBStore(CatalogBacked, Store):
             folder, threads, read_only = self._lexical_options
             self._lexical_index = LexicalIndex(folder, threads=threads, read_only=read_only)
         return self._lexical_index
-
-    def catalog_database(self) -> Any:
-        return getattr(self.catalog, "db", None)  # None for a catalog in PostgreSQL
-
-    def structures_database(self) -> Any:
-        """The catalog's database: SQLite beside the collection, or the PostgreSQL one every replica shares."""
-        db = self.catalog_database()
-        return db if db is not None else getattr(self.catalog, "database", None)
 
     def ingest_jobs(self) -> JobQueue | None:
         """With the catalog in PostgreSQL, ingest jobs are there too, shared by every replica."""
@@ -325,14 +318,14 @@ class VectorDBStore(CatalogBacked, Store):
     # -- the BM25 index beside the collection ------------------------------------------------
     def _note_lexical(self, source: str, chunks: list[Chunk] | None) -> None:
         """Remember a write to replay into BM25; the first one records the base generation."""
-        if self.lexical_side != "local":
+        if self.abilities.server_bm25:
             return
         if not self._lexical_pending:
             self._lexical_base = self.catalog.generation()
         self._lexical_pending[source] = chunks
 
     def _refresh_lexical(self) -> None:
-        if self.lexical_side != "local":
+        if self.abilities.server_bm25:
             return
         generation = self.catalog.generation()
         if self.lexical.generation() == generation:
@@ -363,6 +356,10 @@ class VectorDBStore(CatalogBacked, Store):
     def flush(self) -> None:
         self._refresh_lexical()
 
+    def show_latest_writes(self) -> None:
+        if self._lexical_index is not None:  # not opened yet: its first search reads the last commit
+            self._lexical_index.reload()
+
     # -- housekeeping -----------------------------------------------------------------------
     def disk_bytes(self) -> int:
         """The index folder, plus the database's own files when they live elsewhere."""
@@ -377,7 +374,7 @@ class VectorDBStore(CatalogBacked, Store):
         self.catalog.close()
 
 
-def open_catalog(folder: Path, read_only: bool, catalog_url: str | None) -> Any:
+def open_catalog(folder: Path, read_only: bool, catalog_url: str | None) -> SourceCatalog:
     """The catalog beside the collection: SQLite in the index folder, or tables in PostgreSQL."""
     if catalog_url:
         from .postgres.catalog import open_postgres_catalog

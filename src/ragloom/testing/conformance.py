@@ -1,5 +1,10 @@
 """A conformance suite every ``Store`` passes: subclass it and say how to configure the store.
 
+What a store must do is the ``Store`` class in ``ragloom/stores/base.py``: the abstract methods of
+its three roles, and its ``Abilities``. This suite checks the roles on every store, and each
+ability from the store's declaration: asserted where declared, skipped (naming the declaration)
+where not, and a store that does not declare one is checked not to offer it.
+
 ::
 
     from ragloom.testing.conformance import StoreConformance
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +35,7 @@ import pytest
 
 from ..config import Config
 from ..filters import matches, parse_where, value_kinds
-from ..stores.base import AuditEntry, Candidate, Store, create_store, rank_candidates
+from ..stores.base import Abilities, AuditEntry, Candidate, Store, create_store, rank_candidates
 from ..types import Chunk, SourceRecord, content_hash
 
 DIMENSION = 12
@@ -160,6 +166,12 @@ def brute_force(
     conditions = parse_where(where)
     scored = [Candidate(cid, float(v @ query)) for cid, (c, v) in written.items() if matches(c.metadata, conditions)]
     return rank_candidates(scored, k)
+
+
+def require_ability(store: Store, ability: str) -> None:
+    """Skip the calling test unless the store declares ``ability`` (``stores.base.Abilities``)."""
+    if not dataclasses.asdict(store.abilities)[ability]:
+        pytest.skip(f"the {store.name or type(store).__name__} store does not declare Abilities.{ability}")
 
 
 # A fixed corpus for BM25 against an independent implementation (bm25s): words that every
@@ -357,7 +369,10 @@ class SourceRegistryConformance(StoreFixtures):
         # A store with transactions keeps the old version; one without drops the source whole.
         kept = store.get_source("b.md")
         old = synthetic_chunks("b.md", LAYOUT["b.md"], _text)
-        assert kept is None or (kept == record_for("b.md", old) and store.get_chunks([c.id for c in old]) == old)
+        if store.abilities.transactions:
+            assert kept == record_for("b.md", old) and store.get_chunks([c.id for c in old]) == old
+        else:
+            assert kept is None and store.get_chunks([c.id for c in old]) == []
 
     def test_delete_source_removes_its_chunks(self, store: Store, written: dict) -> None:
         gone = [c.id for c, _ in written.values() if c.source == "b.md"]
@@ -400,15 +415,12 @@ class SourceRegistryConformance(StoreFixtures):
         db = store.catalog_database()
         assert db is None or db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
 
-    def test_the_derived_structures_have_tables_or_the_store_says_it_keeps_none(self, shared: tuple) -> None:
-        from ..errors import StoreError
+    def test_the_derived_structures_have_tables_where_the_store_declares_them(self, shared: tuple) -> None:
         from ..knowledge.tables import tables
 
         store, _ = shared
-        if store.structures_database() is None:
-            with pytest.raises(StoreError, match="keeps tables"):
-                tables(store)
-            return
+        require_ability(store, "structures")
+        assert store.structures_database() is not None
         kept = tables(store)
         columns, key = ("path", "content_hash"), ("path",)
         with kept.transaction():
@@ -479,6 +491,15 @@ class ChunkSearchConformance(StoreFixtures):
         conditions = parse_where(where)
         expected = {chunk.source for chunk, _ in written.values() if matches(chunk.metadata, conditions)}
         assert store.sources_where(conditions) == expected
+
+    def test_sources_where_leaves_out_a_source_without_chunks(self, store: Store, written: dict) -> None:
+        """Even under a filter every chunk passes: the sources of the chunks that pass, not the registry."""
+        write = store.begin_source(record_for("empty.md", []))
+        write.commit(record_for("empty.md", []))
+        store.flush()
+        assert store.get_source("empty.md") == record_for("empty.md", [])
+        assert store.sources_where(parse_where({"absent": {"$ne": "x"}})) == set(LAYOUT)
+        assert store.sources_where(parse_where({"source": "empty.md"})) == set()
 
     def test_metadata_kinds_name_every_key_and_the_kinds_of_its_values(self, shared: tuple) -> None:
         store, written = shared
@@ -649,7 +670,7 @@ _PASSAGE_LANG = {"code": "en", "ident": "en"}
 class LexicalAnalysisConformance(StoreFixtures):
     """BM25 reads every language, and identifiers, as ``lang/analysis.py`` does (the embedded
     store's tantivy fields, Qdrant's sparse vectors, PostgreSQL's postings): a store whose lexical
-    side cannot declares it with ``lexical_analysis`` other than ``ragloom`` and skips these."""
+    side cannot declares it with ``Abilities.analysis`` other than ``ragloom`` and skips these."""
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -658,9 +679,9 @@ class LexicalAnalysisConformance(StoreFixtures):
         index_dir = tmp_path_factory.mktemp("languages") / "index"
         opener = StoreOpener(index_dir, cls.config_for(store_config, index_dir))
         store = opener.open()
-        if store.lexical_analysis != "ragloom":
+        if store.abilities.analysis != "ragloom":
             opener.close_all()
-            pytest.skip(f"this store reads text with {store.lexical_analysis}, as it declares")
+            pytest.skip(f"this store reads text with {store.abilities.analysis}, as it declares (Abilities.analysis)")
         store.set_embedder_info(EMBEDDER)
         ids: dict[str, str] = {}
         for n, (name, (text, _)) in enumerate(LANGUAGE_PASSAGES.items()):
@@ -685,33 +706,6 @@ class LexicalAnalysisConformance(StoreFixtures):
         assert {h.chunk_id for h in store.search_lexical(query, 2)} == {ids["th"], ids["zh"]}
 
 
-class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, SymbolSearchConformance,
-                       AuditLogConformance, LexicalAnalysisConformance):
-    """The behaviour every store shares: the three parts of the Store interface, one suite.
-
-    Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
-    share one store written once per class; tests that write get a fresh one. A backend
-    whose data lives outside the index directory (a server) overrides ``config_for`` so
-    that each fresh store gets its own collection.
-    """
-
-
-def _id_of(written: dict[str, tuple[Chunk, np.ndarray]], n: int) -> str:
-    """Id of corpus chunk number ``n``."""
-    source = next(path for path, numbers in LAYOUT.items() if n in numbers)
-    index = LAYOUT[source].index(n)
-    return Chunk.make_id(source, source, index, index * 100, index * 100 + 99, "test")
-
-
-def _audit_entry(query: str, created_at: float | None = None) -> AuditEntry:
-    return AuditEntry(
-        query=query, mode="hybrid", k=2, filters={"kind": "note"}, parameters={"alpha": 0.6},
-        hits=[{"rank": 1, "chunk_id": "c1", "score": 0.9, "source": "a.md"},
-              {"rank": 2, "chunk_id": "c2", "score": 0.5, "source": "b.md"}],
-        elapsed_ms=1.5, created_at=created_at or time.time(), embedder="test:synthetic",
-    )
-
-
 class SyncStateConformance(StoreFixtures):
     """Remote sources' cursors (``stores/sync_state.py``), as every store that syncs them keeps them:
     saved, read back by another opening of the store, leased to one holder at a time, scheduled once."""
@@ -720,6 +714,7 @@ class SyncStateConformance(StoreFixtures):
         from ..stores.sync_state import RemoteItemState, RemoteSourceState
 
         store = opener.open()
+        require_ability(store, "sync_state")
         state = store.sync_state()
         assert state is not None and state.remote_sources() == []
         state.save_remote_source(RemoteSourceState("docs", "s3://bucket/docs", cursor={"commit": "abc"},
@@ -745,6 +740,7 @@ class SyncStateConformance(StoreFixtures):
         assert list(again.remote_items("other")) == ["a.md"]
 
     def test_one_holder_syncs_a_source_and_a_dead_holders_lease_runs_out(self, store: Store) -> None:
+        require_ability(store, "sync_state")
         state = store.sync_state()
         assert state is not None
         first = state.begin_sync("docs", "https://example.org/", "replica-1", lease=30)
@@ -764,6 +760,7 @@ class SyncStateConformance(StoreFixtures):
         assert not state.renew_sync("docs", "replica-1", 30)
 
     def test_a_due_sync_is_scheduled_once(self, store: Store) -> None:
+        require_ability(store, "sync_state")
         state = store.sync_state()
         assert state is not None
         assert state.claim_schedule("docs", "s3://b/p", interval=60)
@@ -772,3 +769,116 @@ class SyncStateConformance(StoreFixtures):
         # Not while a holder's lease is live, whatever the interval.
         assert state.begin_sync("site", "https://example.org/", "replica-1", lease=30) is not None
         assert not state.claim_schedule("site", "https://example.org/", interval=0)
+
+
+class AbilitiesConformance(StoreFixtures):
+    """``Abilities``: each ability the store declares does what it says; one it does not declare
+    is not offered (its tests elsewhere in the suite are skipped, naming the declaration)."""
+
+    def test_abilities_are_declared(self, shared: tuple) -> None:
+        store, _ = shared
+        assert isinstance(store.abilities, Abilities)
+        assert store.abilities.analysis == "ragloom" or ":" in store.abilities.analysis  # e.g. postgresql:english
+
+    def test_an_ability_not_declared_is_not_offered(self, shared: tuple) -> None:
+        from ..errors import StoreError
+        from ..knowledge.tables import tables
+
+        store, _ = shared
+        declared = store.abilities
+        if not declared.value_counts:
+            with pytest.raises(StoreError, match="value_counts"):
+                store.value_counts("kind")
+        if not declared.structures:
+            assert store.structures_database() is None
+            with pytest.raises(StoreError, match="keeps tables"):
+                tables(store)
+        if not declared.sync_state:
+            assert store.sync_state() is None
+        if not declared.shared_jobs:
+            assert store.ingest_jobs() is None
+
+    def test_value_counts_count_the_chunks_of_each_value(self, shared: tuple) -> None:
+        store, written = shared
+        require_ability(store, "value_counts")
+        expected = Counter(str(c.metadata["kind"]) for c, _ in written.values() if "kind" in c.metadata)
+        got = store.value_counts("kind")
+        assert got == dict(expected)
+        assert list(got) == sorted(got, key=lambda value: (-got[value], value))  # most first
+        assert store.value_counts("absent") == {}
+
+    def test_server_bm25_keeps_no_lexical_index_beside_the_store(self, opener: StoreOpener, store: Store,
+                                                                 written: dict) -> None:
+        require_ability(store, "server_bm25")
+        assert store.search_lexical("river", 3)
+        store.show_latest_writes()
+        tantivy_files = [p for p in opener.path.rglob("meta.json") if (p.parent / ".managed.json").exists()]
+        assert tantivy_files == []
+
+    def test_the_latest_writes_are_shown_to_another_opening_at_once(self, opener: StoreOpener, store: Store,
+                                                                     written: dict) -> None:
+        """``show_latest_writes``: a server's reader, asked after its writer's ingest, finds the new
+        chunks on the lexical side too (not only once a cache catches up on its own)."""
+        from ..errors import StoreError
+
+        try:
+            reader = opener.open()
+        except StoreError as exc:  # Qdrant's local mode: one client at a time
+            pytest.skip(f"the store opens once at a time here ({exc})")
+        assert reader.search_lexical("river", 3)  # its readers are open, at the generation before the write
+        chunk = synthetic_chunks("d.md", [50], lambda n: "platypus")[0]
+        store.replace_source(record_for("d.md", [chunk]), [chunk], np.stack([unit_vector(50)]))
+        store.flush()
+        reader.show_latest_writes()
+        assert [c.chunk_id for c in reader.search_lexical("platypus", 3)] == [chunk.id]
+
+    def test_sync_state_is_offered_where_declared(self, shared: tuple) -> None:
+        store, _ = shared
+        require_ability(store, "sync_state")
+        assert store.sync_state() is not None  # the rest: SyncStateConformance
+
+    def test_a_shared_job_queue_is_seen_through_another_queue_object(self, store: Store) -> None:
+        """``shared_jobs``: the queue lives in the store's database, so what one server enqueues
+        another sees (here two queue objects over the same store)."""
+        from .jobs import KIND, new_job
+
+        require_ability(store, "shared_jobs")
+        first, second = store.ingest_jobs(), store.ingest_jobs()
+        assert first is not None and second is not None
+        try:
+            job = new_job()
+            first.enqueue(KIND, job, {"paths": ["/a"]}, owner="team-a")
+            found = second.get(job["id"])
+            assert found is not None and found[0]["state"] == "queued" and found[1] == "team-a"
+        finally:
+            first.close()
+            second.close()
+
+
+class StoreConformance(SourceRegistryConformance, ChunkSearchConformance, SymbolSearchConformance,
+                       AuditLogConformance, LexicalAnalysisConformance, AbilitiesConformance,
+                       SyncStateConformance):
+    """The behaviour every store shares: the three roles of the Store interface and the abilities
+    it declares, one suite.
+
+    Provide a class-scoped ``store_config`` fixture returning a Config. Read-only tests
+    share one store written once per class; tests that write get a fresh one. A backend
+    whose data lives outside the index directory (a server) overrides ``config_for`` so
+    that each fresh store gets its own collection.
+    """
+
+
+def _id_of(written: dict[str, tuple[Chunk, np.ndarray]], n: int) -> str:
+    """Id of corpus chunk number ``n``."""
+    source = next(path for path, numbers in LAYOUT.items() if n in numbers)
+    index = LAYOUT[source].index(n)
+    return Chunk.make_id(source, source, index, index * 100, index * 100 + 99, "test")
+
+
+def _audit_entry(query: str, created_at: float | None = None) -> AuditEntry:
+    return AuditEntry(
+        query=query, mode="hybrid", k=2, filters={"kind": "note"}, parameters={"alpha": 0.6},
+        hits=[{"rank": 1, "chunk_id": "c1", "score": 0.9, "source": "a.md"},
+              {"rank": 2, "chunk_id": "c2", "score": 0.5, "source": "b.md"}],
+        elapsed_ms=1.5, created_at=created_at or time.time(), embedder="test:synthetic",
+    )

@@ -367,8 +367,8 @@ def test_an_index_keeps_the_analysis_it_was_made_with_and_search_says_what_it_ca
         chunks = [replace(c, metadata={**c.metadata, "lang": "th"}) for c in chunks]
         store.replace_source(record_for("th.md", chunks), chunks, np.stack([unit_vector(1)]))
         assert len(store.search_lexical("หลังคาบ้าน", 5)) == found
-    assert store.lexical_analysis == "postgresql:english"
-    assert analysis_notes(store.lexical_analysis, "หลังคาบ้านอยู่ที่ไหน", "hybrid")
-    assert not analysis_notes(store.lexical_analysis, "where is the roof of the house", "hybrid")
-    assert not analysis_notes(store.lexical_analysis, "หลังคาบ้านอยู่ที่ไหน", "dense")
+    assert store.abilities.analysis == "postgresql:english"
+    assert analysis_notes(store.abilities.analysis, "หลังคาบ้านอยู่ที่ไหน", "hybrid")
+    assert not analysis_notes(store.abilities.analysis, "where is the roof of the house", "hybrid")
+    assert not analysis_notes(store.abilities.analysis, "หลังคาบ้านอยู่ที่ไหน", "dense")
     assert not analysis_notes("ragloom", "หลังคาบ้านอยู่ที่ไหน", "hybrid")

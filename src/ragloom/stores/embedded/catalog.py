@@ -99,7 +99,7 @@ class CatalogSourceWrite:
             return
         with self.catalog.transaction():
             self.catalog._insert_chunks("staged_chunks", self.path, chunks)
-            self.catalog._store_vectors(chunks, vectors)
+            self.catalog._store_vectors([c.content_hash for c in chunks], vectors)
 
     def commit(self, record: SourceRecord) -> int:
         """Swap the staged chunks in, write the record, chain the audit entry; return the generation."""
@@ -227,7 +227,7 @@ class Catalog:
             db.execute("DELETE FROM chunks WHERE source = ?", (record.path,))
             self._write_record(record)
             self._insert_chunks("chunks", record.path, chunks)
-            self._store_vectors(chunks, vectors)
+            self._store_vectors([c.content_hash for c in chunks], vectors)
             return self._committed(record, before)
 
     def _write_record(self, record: SourceRecord) -> None:
@@ -296,10 +296,10 @@ class Catalog:
         return found
 
     # -- the vector file ----------------------------------------------------------------------
-    def _store_vectors(self, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        """Append the vectors of content not stored yet and record their slots (inside the
-        caller's transaction: SQLite's write lock makes this process the only appender)."""
-        hashes = [c.content_hash for c in chunks]
+    def _store_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Append the vectors of content not stored yet (``hashes``: each vector's content hash) and
+        record their slots (inside the caller's transaction: SQLite's write lock makes this process
+        the only appender)."""
         known = {h for (h,) in self._select_in("SELECT content_hash FROM embeddings WHERE content_hash", hashes)}
         first: dict[str, int] = {}
         for i, digest in enumerate(hashes):
@@ -399,7 +399,7 @@ class Catalog:
             if old:
                 (self.folder / vectorlog.file_name(0)).unlink(missing_ok=True)
                 self._store_vectors(
-                    [_HashOnly(h) for h, _ in old],  # type: ignore[misc]
+                    [h for h, _ in old],
                     np.stack([np.frombuffer(b, dtype=np.float32) for _, b in old]),
                 )
         self.set_meta("schema_version", SCHEMA_VERSION)
@@ -457,10 +457,10 @@ class Catalog:
 
     def log_search(self, entry: AuditEntry) -> str:
         with self.transaction() as db:
-            return audit.append(db, _search_entry(entry)).id
+            return audit.append(db, entry.chain_fields()).id
 
     def recent_searches(self, limit: int) -> list[AuditEntry]:
-        return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
+        return [AuditEntry.from_event(event) for event in self.audit_events(limit, ["search"])]
 
     def audit_events(
         self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()
@@ -489,12 +489,20 @@ class Catalog:
                     "SELECT rank, chunk_id, score, source FROM search_hits WHERE search_id = ? ORDER BY rank", (sid,)
                 ).fetchall()
             ]
-            audit.append(self.db, _search_entry(AuditEntry(
+            audit.append(self.db, AuditEntry(
                 query=query, mode=mode, k=k, filters=json.loads(filters), parameters=json.loads(params), hits=hits,
-                elapsed_ms=elapsed, created_at=created, id=sid, embedder=embedder, extra={"imported": True})))
+                elapsed_ms=elapsed, created_at=created, id=sid, embedder=embedder, extra={"imported": True},
+            ).chain_fields())
         if rows:
             self.db.execute("DELETE FROM search_hits")
             self.db.execute("DELETE FROM searches")
+
+    def catalog_database(self) -> sqlite3.Connection:
+        return self.db
+
+    def structures_database(self) -> sqlite3.Connection:
+        """The derived structures' tables are in this database, beside the chunks they come from."""
+        return self.db
 
     def close(self) -> None:
         self.db.close()
@@ -502,13 +510,6 @@ class Catalog:
     def sync_state(self) -> SqliteSyncState:
         """Remote sources' cursors, in tables of this database (``stores/sync_state.py``)."""
         return SqliteSyncState(self.path, self.read_only)
-
-
-class _HashOnly:
-    """What ``_store_vectors`` reads of a chunk: its content hash (for the schema-1 migration)."""
-
-    def __init__(self, content_hash: str) -> None:
-        self.content_hash = content_hash
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -527,24 +528,3 @@ def _chunk_from_row(row: Sequence[Any]) -> Chunk:
     _, cid, source, doc_id, index, start, end, policy, digest, tokens, text, metadata = row
     return Chunk(id=cid, text=text, source=source, doc_id=doc_id, chunk_index=index, start=start, end=end,
                  policy=policy, content_hash=digest, token_count=tokens, metadata=json.loads(metadata))
-
-
-def _search_entry(entry: AuditEntry) -> dict[str, Any]:
-    fields = audit.new_entry(
-        "search", embedder=entry.embedder, query=entry.query, mode=entry.mode, k=entry.k, filters=entry.filters,
-        parameters=entry.parameters, hits=entry.hits, elapsed_ms=entry.elapsed_ms, extra=entry.extra,
-    )
-    if entry.id:
-        fields["id"] = entry.id
-    if entry.created_at:
-        fields["created_at"] = entry.created_at
-    return fields
-
-
-def search_from_event(event: audit.AuditEvent) -> AuditEntry:
-    e = event.entry
-    return AuditEntry(
-        query=e.get("query", ""), mode=e.get("mode", ""), k=int(e.get("k", 0)), filters=e.get("filters") or {},
-        parameters=e.get("parameters") or {}, hits=e.get("hits") or [], elapsed_ms=float(e.get("elapsed_ms", 0.0)),
-        created_at=event.created_at, id=event.id, embedder=e.get("embedder", ""), extra=e.get("extra") or {},
-    )

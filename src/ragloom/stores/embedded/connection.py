@@ -8,10 +8,10 @@ database", "database disk image is malformed") or a write to a read-only index i
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar, overload
 
 from ...errors import DiskFullError, IndexDamagedError, IndexNotFoundError, IndexReadOnlyError, StoreError
 
@@ -49,11 +49,11 @@ class GuardedCursor(sqlite3.Cursor):
                 raise
             raise error from exc
 
-    def execute(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
-        return self._guard(super().execute, *args)
+    def execute(self, sql: str, parameters: Any = (), /) -> Self:
+        return self._guard(super().execute, sql, parameters)
 
-    def executemany(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
-        return self._guard(super().executemany, *args)
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> Self:
+        return self._guard(super().executemany, sql, seq_of_parameters)
 
     def fetchone(self) -> Any:
         return self._guard(super().fetchone)
@@ -68,17 +68,27 @@ class GuardedCursor(sqlite3.Cursor):
         return self._guard(super().__next__)
 
 
+_CursorT = TypeVar("_CursorT", bound=sqlite3.Cursor)
+
+
 class GuardedConnection(sqlite3.Connection):
     index_path: Path
 
-    def cursor(self, factory: Any = GuardedCursor) -> GuardedCursor:  # type: ignore[override]
-        return super().cursor(factory)
+    @overload
+    def cursor(self, factory: None = None) -> GuardedCursor: ...
 
-    def execute(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
-        return self.cursor().execute(*args)
+    @overload
+    def cursor(self, factory: Callable[[sqlite3.Connection], _CursorT]) -> _CursorT: ...
 
-    def executemany(self, *args: Any) -> GuardedCursor:  # type: ignore[override]
-        return self.cursor().executemany(*args)
+    def cursor(self, factory: Callable[[sqlite3.Connection], sqlite3.Cursor] | None = None) -> sqlite3.Cursor:
+        """A ``GuardedCursor`` unless another factory is asked for."""
+        return super().cursor(GuardedCursor if factory is None else factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> GuardedCursor:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> GuardedCursor:
+        return self.cursor().executemany(sql, parameters)
 
 
 def connect(path: Path, read_only: bool = False) -> GuardedConnection:

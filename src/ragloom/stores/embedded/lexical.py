@@ -301,6 +301,11 @@ class LexicalIndex:
             self.index.reload()
         self._stamp(generation)
 
+    def reload(self) -> None:
+        """Show this process's searches the last commit now (tantivy's readers reload on their own
+        only after a delay of about half a second)."""
+        self.index.reload()
+
     def close(self) -> None:
         if self._writer is not None:
             self._writer.rollback()

@@ -69,8 +69,8 @@ def filter_terms(conditions: Sequence[Condition]) -> list[list[str]] | None:
         if condition.op not in ("$eq", "$in"):
             return None
         values = condition.value if condition.op == "$in" else (condition.value,)
-        terms = [value_term(condition.key, value) for value in values]
-        if not terms or any(term is None for term in terms):
+        terms = [term for value in values if (term := value_term(condition.key, value)) is not None]
+        if not terms or len(terms) != len(values):  # a value no term holds
             return None
-        clauses.append(list(dict.fromkeys(terms)))  # type: ignore[arg-type]
+        clauses.append(list(dict.fromkeys(terms)))
     return clauses

@@ -23,7 +23,7 @@ from ...config import Config
 from ...errors import MissingDependencyError, RagloomWarning, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import Candidate, SourceWrite, Store, folder_bytes, write_lock_if_free
+from ..base import Abilities, Candidate, SourceWrite, Store, folder_bytes, write_lock_if_free
 from ..catalog_backed import CatalogBacked
 from .ann import AnnIndex
 from ..derived import is_damage, run_or_rebuild, warn_rebuilding
@@ -45,9 +45,10 @@ def _workers() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="ragloom-bm25")
 
 
-class EmbeddedStore(CatalogBacked, Store):
+class EmbeddedStore(CatalogBacked[Catalog], Store):
     name = "embedded"
     Options = EmbeddedStoreConfig  # store.embedded
+    abilities = Abilities(value_counts=True, transactions=True, structures=True, sync_state=True)
 
     def __init__(self, path: Path, config: Config, read_only: bool = False) -> None:
         self.path = path
@@ -267,7 +268,6 @@ class EmbeddedStore(CatalogBacked, Store):
         return self.columns.kinds()
 
     def value_counts(self, key: str) -> dict[str, int]:
-        """How many chunks hold each value of the text field ``key`` (``status`` counts ``lang``)."""
         rows = self.catalog.db.execute(
             "SELECT json_extract(metadata, '$.\"' || ? || '\"') AS value, count(*) FROM chunks"
             " WHERE value IS NOT NULL GROUP BY value ORDER BY 2 DESC, 1", (key,))
@@ -360,6 +360,9 @@ class EmbeddedStore(CatalogBacked, Store):
             names, codes = np.unique(np.array([source for _, source in pairs], dtype=object), return_inverse=True)
             self._row_source_table = (generation, rows, codes, names)
         return self._row_source_table[1:]
+
+    def show_latest_writes(self) -> None:
+        self.lexical.reload()
 
     def dense_scores(self, vector: np.ndarray, chunk_ids: Sequence[str]) -> dict[str, float]:
         self._ensure_fresh()

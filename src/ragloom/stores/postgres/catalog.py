@@ -1,5 +1,6 @@
-"""Meta, the sources registry and the generation, in PostgreSQL: the same interface as the
-embedded store's SQLite ``Catalog``, so ``CatalogBacked`` answers for both.
+"""Meta, the sources registry and the generation, in PostgreSQL: a ``SourceCatalog``
+(``stores/catalog_backed.py``), as the embedded store's SQLite ``Catalog`` is, so ``CatalogBacked``
+answers for both.
 
 A source is replaced in one transaction (registry row, chunks, vectors, postings, lexical
 statistics, audit entry, generation): a crash or a lost connection rolls all of it back,
@@ -20,7 +21,6 @@ from ...audit import AuditEvent, ChainReport, new_entry
 from ...errors import StoreError
 from ...types import Chunk, SourceRecord
 from ..base import AuditEntry
-from ..embedded.catalog import _search_entry, search_from_event
 from . import audit as chain
 from . import chunks as chunk_rows
 from .address import parse_address
@@ -93,7 +93,6 @@ class PostgresCatalog:
         self.read_only = database.read_only
         #: The operation (ingest, remove, migrate) the writes belong to, for the audit log.
         self.operation: dict[str, Any] | None = None
-        self.db = None  # no SQLite database: the derived structures live in this schema (``database``)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -172,10 +171,10 @@ class PostgresCatalog:
 
     def log_search(self, entry: AuditEntry) -> str:
         with self.database.audit_transaction() as connection:
-            return chain.append(connection, _search_entry(entry), self.database.audit_key).id
+            return chain.append(connection, entry.chain_fields(), self.database.audit_key).id
 
     def recent_searches(self, limit: int) -> list[AuditEntry]:
-        return [search_from_event(event) for event in self.audit_events(limit, ["search"])]
+        return [AuditEntry.from_event(event) for event in self.audit_events(limit, ["search"])]
 
     def audit_events(self, limit: int, kinds: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> list[AuditEvent]:
         with self.database.connection() as connection:
@@ -184,6 +183,14 @@ class PostgresCatalog:
     def verify_audit(self) -> ChainReport:
         with self.database.connection() as connection:
             return chain.verify(connection)
+
+    def catalog_database(self) -> None:
+        """No SQLite database: the derived structures live in this schema (``structures_database``)."""
+        return None
+
+    def structures_database(self) -> Database:
+        """The index's schema, whose tables include the derived structures' (``schema.py``)."""
+        return self.database
 
     def close(self) -> None:
         self.database.close()

@@ -190,3 +190,13 @@ def scores(connection: Any, vector: np.ndarray, chunk_ids: Sequence[str]) -> dic
         (query, list(dict.fromkeys(chunk_ids))),
     ).fetchall()
     return {cid: float(score) for cid, score in rows}
+
+
+def sources(connection: Any, conditions: Sequence[Condition]) -> set[str]:
+    """The registered sources with at least one chunk matching ``conditions``, in one statement
+    (the filter as dense search applies it; the GIN index on the metadata finds the chunks)."""
+    sql, params = where.clause(conditions)
+    rows = connection.execute(
+        f"SELECT s.path FROM sources s WHERE s.path IN (SELECT c.source FROM chunks c WHERE {sql})", params,
+    ).fetchall()
+    return {path for (path,) in rows}

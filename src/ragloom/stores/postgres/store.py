@@ -22,7 +22,7 @@ from ...config import Config
 from ...errors import ConfigError, StoreError
 from ...filters import Condition
 from ...types import Chunk, SourceRecord
-from ..base import Candidate, SourceWrite, Store
+from ..base import Abilities, Candidate, SourceWrite, Store
 from ..catalog_backed import CatalogBacked
 from . import chunks as chunk_rows
 from . import ann, search
@@ -42,7 +42,7 @@ def address_of(settings: PostgresStoreConfig) -> Address:
     return parse_address(settings.url, settings.index)
 
 
-class PostgresStore(CatalogBacked, Store):
+class PostgresStore(CatalogBacked[PostgresCatalog], Store):
     name = "postgres"
     Options = PostgresStoreConfig  # store.postgres
 
@@ -52,11 +52,13 @@ class PostgresStore(CatalogBacked, Store):
         self.address = address_of(self.settings)
         self.database = Database(self.address, language=self.settings.language, pool_size=self.settings.pool_size,
                                  connect_timeout=self.settings.connect_timeout, read_only=read_only)
-        self.catalog = PostgresCatalog(self.database)  # type: ignore[assignment]
+        self.catalog = PostgresCatalog(self.database)
         self.language = str(self.catalog.get_meta("language") or self.settings.language)
         self.database.language = self.language  # the index keeps the configuration it was made with
-        self.lexical_analysis = ("ragloom" if self.language == chunk_rows.OWN_ANALYSIS
-                                 else f"postgresql:{self.language}")
+        self.abilities = Abilities(
+            analysis="ragloom" if self.language == chunk_rows.OWN_ANALYSIS else f"postgresql:{self.language}",
+            server_bm25=True, transactions=True, structures=True, sync_state=True, shared_jobs=True,
+        )
         self._ann: ann.Approximate | None = None
         #: Runs the BM25 half of a hybrid search while the caller runs the dense half.
         self._halves = ThreadPoolExecutor(max_workers=self.settings.pool_size, thread_name_prefix="ragloom-pg-bm25")
@@ -69,12 +71,6 @@ class PostgresStore(CatalogBacked, Store):
     def exists(cls, path: Path, config: Config) -> bool:
         settings = config.store.postgres
         return exists(address_of(settings), settings.connect_timeout)
-
-    def catalog_database(self) -> None:
-        return None
-
-    def structures_database(self) -> Database:
-        return self.database  # the graph and the tree are tables of the index's schema
 
     def ingest_jobs(self) -> PostgresJobs:
         return PostgresJobs(self.settings.url or "", self.address.index)
@@ -161,9 +157,10 @@ class PostgresStore(CatalogBacked, Store):
     def export_source(self, path: str) -> tuple[list[Chunk], np.ndarray]:
         with self._read() as connection:
             pairs = chunk_rows.of_source(connection, path, vectors=True)
-        if not pairs:
+        vectors = [v for _, v in pairs if v is not None]  # every chunk has one (``vectors`` is an inner join)
+        if not vectors:
             return [], np.zeros((0, max(self.dimension, 1)), dtype=np.float32)
-        return [c for c, _ in pairs], np.stack([v for _, v in pairs])  # type: ignore[misc]
+        return [c for c, _ in pairs], np.stack(vectors)
 
     def iter_chunks(self) -> Iterator[Chunk]:
         with self._read() as connection:
@@ -172,6 +169,11 @@ class PostgresStore(CatalogBacked, Store):
     def metadata_kinds(self) -> dict[str, frozenset[str]]:
         with self._read() as connection:
             return chunk_rows.metadata_kinds(connection)
+
+    def sources_where(self, conditions: Sequence[Condition]) -> set[str]:
+        """One statement for every source (not one per source, reading its chunks)."""
+        with self._read() as connection:
+            return search.sources(connection, conditions)
 
     def search_dense(self, vector: np.ndarray, k: int, conditions: Sequence[Condition] = ()) -> list[Candidate]:
         rows = self.count()
