@@ -191,7 +191,12 @@ class _Heartbeat:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
         self._done.set()
         self._thread.join()
-        return isinstance(exc, JobCancelled)
+        if isinstance(exc, JobCancelled):
+            # Said once the work has ended (a write in flight when the lease was lost included), so
+            # nothing of this job is written after this line.
+            log.warning("job %s: %s; its work has stopped", self.context.job.id, self.context.why)
+            return True
+        return False
 
     def _beat(self) -> None:
         worker, context = self.worker, self.context
@@ -209,7 +214,7 @@ class _Heartbeat:
             else:
                 why = "another worker holds it now, or it was cancelled"
             if not held:
-                log.warning("job %s: %s; stopping its work", context.job.id, why)
+                log.warning("job %s: stopping its work (%s)", context.job.id, why)
                 context.cancel(why)
                 return
             renewed = time.monotonic()
