@@ -126,9 +126,19 @@ def memory_kb(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def rss_kb(pid: int) -> int:
+    """RSS of one process in KiB (0 when it is gone), from /proc/PID/status: cheap enough to sample
+    ten times a second. ``memory_kb`` walks every mapping for PSS and cost ~0.4 of a core at that rate
+    beside a 1-2 GB ingest."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+    return 0
+
+
 def tree_rss_mb(pid: int) -> float:
     """The resident memory of ``pid`` and all its descendants now (MB)."""
-    return sum(memory_kb(p)[0] for p in [pid, *children(pid)]) / 1024
+    return sum(rss_kb(p) for p in [pid, *children(pid)]) / 1024
 
 
 class TreeMemory:

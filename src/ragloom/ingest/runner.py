@@ -255,6 +255,9 @@ class IngestRunner:
 
     def _record_embedder(self) -> None:
         if self.store.embedder_info() is None:
+            note = self.parts.embedder.first_ingest_note
+            if note:  # before any file is read: the user can still stop and choose the fast model
+                warnings.warn(note, RagloomWarning, stacklevel=4)
             self.store.set_embedder_info({
                 **self.parts.embedder.describe(),
                 "config": self.parts.config.embedder.model_dump(),

@@ -31,3 +31,12 @@ MULTI_QUERY = [{"multi-query": {}}]
 # natural-language queries against code (0.378 nDCG@10 against dense 0.589), so hybrid leans on the
 # dense side: alpha 0.9 gave 0.596, the default 0.8 0.585, 0.95 0.592.
 CODE = [{"hybrid": {"alpha": 0.9}}]
+# The best this laptop gives (BENCHMARKS.md "EmbeddingGemma-300m"): hybrid search over an index embedded
+# with EmbeddingGemma-300m. SciFact test nDCG@10 0.782 against the default's 0.738; the cross-encoder
+# on top added nothing (0.780) at ~6x the time a query, so it is left out. The fusion weight stays
+# hybrid's: EmbeddingGemma reads SciFact *train* far better than test (dense 0.864 against 0.753, so
+# it has likely seen those queries), which rules train out for tuning it. Over another embedder it
+# searches as hybrid and says so (``retrieve/searcher.py``).
+QUALITY = [{"hybrid": {}}]
+#: The embedder the ``quality`` preset was measured with (its model_id's provider part).
+QUALITY_EMBEDDER = "embeddinggemma"

@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from ..parts import IndexParts
 
 
+def preset_notes(preset: str, model_id: str | None) -> list[str]:
+    """A line when a preset was measured with another embedder than the index's."""
+    from .presets import QUALITY_EMBEDDER
+
+    if preset != "quality" or model_id is None or model_id.partition(":")[0] == QUALITY_EMBEDDER:
+        return []
+    return [f"the quality preset is hybrid search over an index embedded with EmbeddingGemma-300m; this index "
+            f"embeds with {model_id}, so it searches as hybrid does. For the better model: `ragloom models install "
+            "embeddinggemma-300m --accept-licence`, then `ragloom --index NEW --embedder embeddinggemma ingest PATH`"]
+
+
 def analysis_notes(analysis: str, query: str, preset: str) -> list[str]:
     """A line when the store's lexical side reads text in a way that does not read the query's
     language (a PostgreSQL index made with one text search configuration, say)."""
@@ -78,7 +89,8 @@ class Searcher:
         notes = self.filter_warnings(plan, sources) if plan.conditions and store.count() else []
         for note in notes:
             warnings.warn(note, FilterWarning, stacklevel=stacklevel + 1)
-        for note in analysis_notes(store.abilities.analysis, query, pipeline.name):
+        for note in [*preset_notes(pipeline.name, model_id), *analysis_notes(store.abilities.analysis, query,
+                                                                            pipeline.name)]:
             warnings.warn(note, RagloomWarning, stacklevel=stacklevel + 1)
             notes.append(note)
         with span("ragloom.search", **{"ragloom.preset": pipeline.name, "ragloom.k": plan.k}) as current:
