@@ -176,6 +176,9 @@ def main() -> None:
                         help="--store postgres: store.postgres.language (ragloom, or a text search configuration)")
     parser.add_argument("--pg-dir", type=Path, default=Path("/tmp/ragloom-bench-pg-languages"),
                         help="--store postgres: the pgserver data folder (kept between runs)")
+    parser.add_argument("--embedder", default=None,
+                        help="an embedder provider for every index (embeddinggemma) instead of the default choice; "
+                        "use its own --label and --cache")
     args = parser.parse_args()
     if args.merge:
         file = RESULTS / f"languages-{args.label}.json"
@@ -206,12 +209,13 @@ def main() -> None:
         if name in results and not args.rerun:
             continue
         every = args.mixed_every if name == "mixed" else 1
-        config = Config()
+        settings: dict = {"embedder": {"provider": args.embedder}} if args.embedder else {}
         if args.store == "postgres":
             url = args.pg_url or server.url()  # type: ignore[union-attr]
-            config = Config.from_dict({"store": {"backend": "postgres", "postgres": {
+            settings["store"] = {"backend": "postgres", "postgres": {
                 "url": url, "index": f"xq_{args.pg_language}_" + name.replace("-", "_"),
-                "language": args.pg_language}}})
+                "language": args.pg_language}}
+        config = Config.from_dict(settings)
         results[name] = measure(name, cache, config, args.modes, results.get(name), every)
         file.write_text(json.dumps(results, indent=2))
         memo.save()
