@@ -46,12 +46,10 @@ def machine() -> dict:
 
 
 # -- S3 -----------------------------------------------------------------------------------------------
-def s3_run(objects: int, root: Path, embedder) -> dict:
+def s3_bucket(bucket: str):  # noqa: ANN201 - moto's server and a boto3 client
+    """A moto S3 server on a free port, the environment pointed at it, and ``bucket`` made."""
     import boto3
     from moto.server import ThreadedMotoServer
-
-    from ragloom import Index
-    from ragloom.config import Config
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -59,7 +57,15 @@ def s3_run(objects: int, root: Path, embedder) -> dict:
     os.environ.update(AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_ACCESS_KEY_ID="bench",
                       AWS_SECRET_ACCESS_KEY="bench-secret", AWS_DEFAULT_REGION="us-east-1")
     client = boto3.client("s3")
-    client.create_bucket(Bucket="bench")
+    client.create_bucket(Bucket=bucket)
+    return server, client
+
+
+def s3_run(objects: int, root: Path, embedder) -> dict:
+    from ragloom import Index
+    from ragloom.config import Config
+
+    server, client = s3_bucket("bench")
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda n: client.put_object(Bucket="bench", Key=f"docs/{n:05d}.txt", Body=text(n).encode()),
                       range(objects)))
@@ -173,20 +179,12 @@ def site_run(pages: int, root: Path, embedder) -> dict:
 
 # -- change to searchable under serve's scheduler -------------------------------------------------------
 def latency_run(root: Path, interval: float | None) -> dict:
-    import boto3
     import uvicorn
-    from moto.server import ThreadedMotoServer
 
     from ragloom.config import Config
     from ragloom.server.app import create_app
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(AWS_ENDPOINT_URL=f"http://{host}:{port}", AWS_ACCESS_KEY_ID="bench",
-                      AWS_SECRET_ACCESS_KEY="bench-secret", AWS_DEFAULT_REGION="us-east-1")
-    client = boto3.client("s3")
-    client.create_bucket(Bucket="live")
+    server, client = s3_bucket("live")
     for n in range(50):
         client.put_object(Bucket="live", Key=f"notes/{n}.txt", Body=text(n).encode())
     source = {"uri": "s3://live/notes/", **({"interval": interval} if interval else {})}
