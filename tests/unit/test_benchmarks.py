@@ -125,3 +125,15 @@ def test_report_renders_results_and_keeps_benchmarks_md_current(tmp_path):
         assert report(["--check", "--update", str(stale)]) == 1
         assert report(["--update", str(stale)]) == 0
     assert stale.read_text(encoding="utf-8") == text
+
+
+def test_second_stage_reorders_only_the_candidates():
+    _package()
+    from benchmarks.models.second_stage import rerank
+
+    hits = [("a", 3.0), ("b", 2.0), ("c", 1.0), ("d", 0.5)]
+    late = {"a": 0.1, "b": 0.2, "c": 0.9, "d": 1.0}
+    assert rerank(hits, late, top=3, weight=0.0) == ["a", "b", "c", "d"]  # hybrid's order
+    assert rerank(hits, late, top=3, weight=1.0) == ["c", "b", "a", "d"]  # d is no candidate: it stays last
+    # scaled over the candidates: hybrid 1, 0.5, 0 and EmbeddingGemma 0, 0.125, 1; mixed 0.4, 0.275, 0.6
+    assert rerank(hits, late, top=3, weight=0.6) == ["c", "a", "b", "d"]
