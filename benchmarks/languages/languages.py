@@ -179,6 +179,10 @@ def main() -> None:
     parser.add_argument("--embedder", default=None,
                         help="an embedder provider for every index (embeddinggemma) instead of the default choice; "
                         "use its own --label and --cache")
+    parser.add_argument("--alpha", type=float, default=None, help="hybrid's dense weight (search.alpha) instead of "
+                        "the default; the indexes are the same, so --cache may be another label's")
+    parser.add_argument("--memo", default=None, help="the vectors file of this label under --cache (default: "
+                        "--label's): another run's, so that its query vectors are not embedded again")
     args = parser.parse_args()
     if args.merge:
         file = RESULTS / f"languages-{args.label}.json"
@@ -197,7 +201,7 @@ def main() -> None:
     file = RESULTS / f"languages-{args.label}.json"
     results = json.loads(file.read_text()) if file.is_file() else {}
     cache = args.cache or default_cache_dir() / f"languages-{args.label}"
-    memo = VectorMemo(cache / f"vectors-{args.label}.npz")
+    memo = VectorMemo(cache / f"vectors-{args.memo or args.label}.npz")
     memo.seed(cache)
     memo.install()
     server = None
@@ -210,6 +214,8 @@ def main() -> None:
             continue
         every = args.mixed_every if name == "mixed" else 1
         settings: dict = {"embedder": {"provider": args.embedder}} if args.embedder else {}
+        if args.alpha is not None:
+            settings["search"] = {"alpha": args.alpha}
         if args.store == "postgres":
             url = args.pg_url or server.url()  # type: ignore[union-attr]
             settings["store"] = {"backend": "postgres", "postgres": {
