@@ -271,3 +271,23 @@ def test_a_new_index_says_the_cost_first_and_the_quality_preset_searches_it_quie
             index.ingest([docs])
             result = index.retrieve("how do nodes communicate", k=3, mode="quality")
         assert result.hits and not result.warnings
+        english = index.retrieve("how do nodes communicate", k=3, mode="quality")
+        german = index.retrieve("Wie kommunizieren die Knoten miteinander über Themen?", k=3, mode="quality")
+    # EmbeddingGemma reads many languages: an English query keeps the configured weight (what
+    # `quality` was measured with), a German one over these English chunks leans on the dense side.
+    assert english.plan.hint("alpha") is None
+    assert german.plan.hint("lang") == "de" and german.plan.hint("alpha") == 0.9
+    assert any("-> hybrid alpha 0.9" in note for note in german.plan.notes)
+
+
+def test_embeddinggemma_takes_the_multilingual_weights_except_for_english_queries():
+    from ragloom.retrieve.languages import language_alpha
+
+    gemma, small = "embeddinggemma:embeddinggemma-300m", "embeddinggemma:embeddinggemma-300m@256"
+    assert language_alpha("en", gemma, {"en": 90, "de": 10}) is None  # the configured weight
+    assert language_alpha(None, gemma, {"en": 10}) is None
+    assert language_alpha("el", gemma, {"el": 10}) == 0.7  # a language of the index
+    assert language_alpha("de", small, {"de": 5, "en": 5}) == 0.7
+    assert language_alpha("en", gemma, {"de": 100}) == 0.9  # across languages
+    assert language_alpha("de", "onnx:bge-small-en-v1.5") == 0.2  # unchanged for the others
+    assert language_alpha("de", "onnx:multilingual-e5-small") == 0.7
