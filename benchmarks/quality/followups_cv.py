@@ -2,6 +2,7 @@
 
     python -m benchmarks followups_cv --data ../shared/datasets/convqa-dev --cache /tmp/fcv
     python -m benchmarks followups_cv ... --gemma-index /tmp/fcv/gemma-index   # EmbeddingGemma rows too
+    python -m benchmarks followups_cv ... --llm        # the offline rewrite with the packaged LLM's words
 
 The metric is ``chat_followups``'s (the issue's): each convqa-dev follow-up with gold passages
 scores 1 when the extractive answer cites one; each follow-up MTRAG marks unanswerable scores 1
@@ -21,6 +22,10 @@ Retrieval variants (k and budget as ``answer``'s defaults):
   cannot drown the question);
 - ``split``: hybrid search whose dense side embeds the question read after the previous user
   question and whose BM25 side takes the offline rewrite (convex fusion, ``search.alpha``);
+- ``rewrite-always``, ``rrf-always``: the terms carried into every follow-up, also one that does not
+  refer back (the in-context floor still only where today's rewrite fires);
+- ``llm+rewrite``: the offline rewrite with the words Qwen2.5-Coder-0.5B's standalone question adds
+  (``--llm``; the LLM is asked only where the offline rewrite fires);
 - ``gemma-*``: the same over an index embedded with EmbeddingGemma-300m (``--gemma-index``).
 
 Reported: per source (the four MTRAG-UN domains), gold cited with history and alone, the gain with
@@ -110,6 +115,27 @@ def always_rewrite(question: str, turns: Sequence, rewrite):  # noqa: ANN001, AN
     return Rewrite(f"{question.strip()} {' '.join(terms)}", question, "always", "carried always", tuple(terms))
 
 
+LLM = "qwen2.5-coder-0.5b"
+_llm: list = []
+
+
+def with_llm_terms(question: str, turns: Sequence, rewrite):  # noqa: ANN001, ANN201 - Turns, Rewrite
+    """The offline rewrite with the words the packaged LLM's standalone question adds (where the offline one fired)."""
+    from ragloom.config import LLMConfig
+    from ragloom.generate import create_llm
+    from ragloom.generate.followup import Rewrite, llm_rewrite, words
+    from ragloom.generate.prompts import TEMPLATES
+
+    if not rewrite.rewritten:
+        return rewrite
+    if not _llm:
+        _llm.append(create_llm(LLMConfig(model=LLM, max_tokens=64)))
+    by_llm = llm_rewrite(question, turns, _llm[0].complete, TEMPLATES["followup"])
+    have = set(words(rewrite.query))
+    extra = [w for w in dict.fromkeys(words(by_llm.query)) if w not in have]
+    return Rewrite(" ".join([rewrite.query, *extra]), question, "offline", "offline + LLM terms", (*rewrite.added, *extra))
+
+
 def answer_once(index, scorer: CachedScorer, row: dict, variant: str) -> Scored:  # noqa: ANN001
     """The turn answered with history (``alone``: without), on the answering code path, retrieval as ``variant``."""
     from ragloom.generate import answering
@@ -128,6 +154,8 @@ def answer_once(index, scorer: CachedScorer, row: dict, variant: str) -> Scored:
         rewrite = always_rewrite(question, turns, rewrite)
     elif name.startswith("rewrite-"):
         rewrite = offline_rewrite(question, turns, max_terms=int(name.split("-")[1]))
+    elif name == "llm+rewrite":
+        rewrite, name = with_llm_terms(question, turns, rewrite), "rewrite"
     previous = [t.content for t in turns if t.role == "user"][-1:]
     searches: dict[str, Callable[[str], list]] = {
         "rrf": lambda q: rrf_hits(index, [question, rewrite.query], settings.k),
@@ -234,10 +262,18 @@ def summary(scores: Scores, with_history: list[float], keep: Callable[[dict], bo
     answerable = [i for i, r in enumerate(scores.rows) if keep(r) and r["gold"]]
     unanswerable = [i for i, r in enumerate(scores.rows) if keep(r) and not r["gold"]]
     diffs = [with_history[i] - scores.alone[i] for i in answerable]
-    return {"n": len(answerable), "with": mean([with_history[i] for i in answerable]),
+    return {"n": len(answerable), "won": sum(d > 0 for d in diffs), "lost": sum(d < 0 for d in diffs),
+            "with": mean([with_history[i] for i in answerable]),
             "alone": mean([scores.alone[i] for i in answerable]), "gain": mean(diffs), "ci": bootstrap(diffs),
             "n_unanswerable": len(unanswerable), "refused": mean([with_history[i] for i in unanswerable]),
             "refused_alone": mean([scores.alone[i] for i in unanswerable])}
+
+
+def against(scores: Scores, with_history: list[float], reference: list[float]) -> dict:
+    """Gold cited minus the reference setting's (answerable turns), with its paired interval."""
+    answerable = [i for i, r in enumerate(scores.rows) if r["gold"]]
+    diffs = [with_history[i] - reference[i] for i in answerable]
+    return {"gain": mean(diffs), "ci": bootstrap(diffs)}
 
 
 def choose(scores: Scores, knobs: Sequence[Config_], train: Callable[[dict], bool]) -> Config_:
@@ -287,36 +323,43 @@ def retrieval_table(scores: Scores, variants: Sequence[str], sources: list[str])
 
 
 def report(scores: Scores, configs: Sequence[Config_], knob_sets: dict[str, list[Config_]],
-           variants: Sequence[str]) -> dict:
+           variants: Sequence[str], today: Config_ = TODAY) -> dict:
+    """The tables; ``against``: each setting's gold cited minus today's default (bge-small, offline rewrite, 0.3)."""
     sources = sorted({r["source"] for r in scores.rows})
     every = lambda r: True  # noqa: E731
     results: dict = {"configs": {}, "cv": {}, "retrieval": retrieval_table(scores, variants, sources)}
     print("Gold cited with history minus the question alone, with its paired bootstrap 95% interval, "
           f"per source; unanswerable refused with history (alone: {mean([scores.alone[i] for i, r in enumerate(scores.rows) if not r['gold']]):.3f})")
     print()
-    print(f"| setting | all: with / alone | all: gain [95% CI] | {' | '.join(sources)} | refused |")
-    print(f"|---|---|---|{'---|' * len(sources)}---|")
+    print(f"| setting | all: with / alone | all: gain [95% CI] | turns won / lost | {' | '.join(sources)} | refused "
+          f"| against today's default |")
+    print(f"|---|---|---|---|{'---|' * len(sources)}---|---|")
     for config in configs:
         history = scores.of(config)
         overall = summary(scores, history, every)
         per = {s: summary(scores, history, lambda r, s=s: r["source"] == s) for s in sources}
-        results["configs"][name(config)] = {"all": overall, **per}
+        versus = against(scores, history, scores.of(TODAY))
+        results["configs"][name(config)] = {"all": overall, **per, "against_today": versus}
         print(f"| {name(config)} | {overall['with']:.3f} / {overall['alone']:.3f} | {cell(overall)} | "
-              f"{' | '.join(cell(per[s]) for s in sources)} | {overall['refused']:.3f} |")
+              f"{overall['won']} / {overall['lost']} | {' | '.join(cell(per[s]) for s in sources)} | "
+              f"{overall['refused']:.3f} | {cell(versus)} |")
     print()
     print("Leave-one-source-out: each source scored with the setting chosen on the other three "
           "(pooled score: gold cited on answerable turns, refused on unanswerable ones)")
     print()
-    print(f"| knobs chosen | all: with / alone | all: gain [95% CI] | {' | '.join(sources)} | refused | chosen per held-out source |")
-    print(f"|---|---|---|{'---|' * len(sources)}---|---|")
+    print(f"| knobs chosen | all: with / alone | all: gain [95% CI] | {' | '.join(sources)} | refused "
+          f"| against today's default | chosen per held-out source |")
+    print(f"|---|---|---|{'---|' * len(sources)}---|---|---|")
     for label, knobs in knob_sets.items():
         predicted, chosen = cross_validate(scores, knobs, sources)
         overall = summary(scores, predicted, every)
         per = {s: summary(scores, predicted, lambda r, s=s: r["source"] == s) for s in sources}
         results["cv"][label] = {"all": overall, **per, "chosen": {s: name(c) for s, c in chosen.items()}}
         picks = "; ".join(f"{s}: {name(c)}" for s, c in chosen.items())
+        versus = against(scores, predicted, scores.of(TODAY))
+        results["cv"][label]["against_today"] = versus
         print(f"| {label} | {overall['with']:.3f} / {overall['alone']:.3f} | {cell(overall)} | "
-              f"{' | '.join(cell(per[s]) for s in sources)} | {overall['refused']:.3f} | {picks} |")
+              f"{' | '.join(cell(per[s]) for s in sources)} | {overall['refused']:.3f} | {cell(versus)} | {picks} |")
     return results
 
 
@@ -330,9 +373,11 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, required=True, help="folder for the index and the answers (reused)")
     parser.add_argument("--gemma-index", type=Path, default=None, help="an index of the corpus embedded with EmbeddingGemma")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
+    parser.add_argument("--llm", action="store_true", help=f"also the offline rewrite with {LLM}'s added words")
     parser.add_argument("--limit", type=int, default=0, help="turns of each kind (0: all)")
     args = parser.parse_args()
-    variants = args.variants.split(",") + (GEMMA_VARIANTS.split(",") if args.gemma_index else [])
+    variants = (args.variants.split(",") + (["llm+rewrite"] if args.llm else [])
+                + (GEMMA_VARIANTS.split(",") if args.gemma_index else []))
     args.cache.mkdir(parents=True, exist_ok=True)
     rows, turns = collect(args.data, args.cache, args.gemma_index, variants, args.limit)
     from ragloom import Config
@@ -356,7 +401,7 @@ def main() -> None:
             "retrieval variant (floor 0.3)": [today] + [(v, today[1]) for v in retrievals if v != today[0]],
             "retrieval variant and floor": [today] + [(v, f) for v in retrievals for f in FLOORS if (v, f) != today],
         }
-        results[prefix or "default"] = report(scores, configs, knob_sets, family)
+        results[prefix or "default"] = report(scores, configs, knob_sets, family, today)
     harness.record(results)
 
 if __name__ == "__main__":
