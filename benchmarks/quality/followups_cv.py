@@ -91,7 +91,8 @@ def split_hybrid(index, dense_text: str, lexical_text: str, k: int) -> list:  # 
     dense = {h.chunk_id: h for h in index.search(dense_text, k=depth, mode="dense")}
     lexical = {h.chunk_id: h for h in index.search(lexical_text, k=depth, mode="lexical")}
     fused = convex_combination({c: h.scores.get("dense", h.score) for c, h in dense.items()},
-                               {c: h.scores.get("lexical", h.score) for c, h in lexical.items()}, index.config.search.alpha)
+                               {c: h.scores.get("lexical", h.score) for c, h in lexical.items()},
+                               index.config.search.alpha)
     return [replace({**lexical, **dense}[c.chunk_id], rank=r, score=c.score) for r, c in enumerate(fused[:k], 1)]
 
 
@@ -133,7 +134,8 @@ def with_llm_terms(question: str, turns: Sequence, rewrite):  # noqa: ANN001, AN
     by_llm = llm_rewrite(question, turns, _llm[0].complete, TEMPLATES["followup"])
     have = set(words(rewrite.query))
     extra = [w for w in dict.fromkeys(words(by_llm.query)) if w not in have]
-    return Rewrite(" ".join([rewrite.query, *extra]), question, "offline", "offline + LLM terms", (*rewrite.added, *extra))
+    return Rewrite(" ".join([rewrite.query, *extra]), question, "offline", "offline + LLM terms",
+                   (*rewrite.added, *extra))
 
 
 def answer_once(index, scorer: CachedScorer, row: dict, variant: str) -> Scored:  # noqa: ANN001
@@ -224,7 +226,8 @@ def collect(data: Path, cache: Path, gemma: Path | None, variants: list[str], li
         wanted = [v for v in variants if v.startswith("gemma-") == bool(prefix)]
         if not wanted or home is None:
             continue
-        config = Config.from_dict({"index": str(home), **({"embedder": {"provider": "embeddinggemma"}} if prefix else {})})
+        embedder = {"embedder": {"provider": "embeddinggemma"}} if prefix else {}
+        config = Config.from_dict({"index": str(home), **embedder})
         with Index.open(home, config) as index:
             if not index.stats().chunks:
                 index.ingest([data / "corpus.jsonl"])
@@ -282,7 +285,8 @@ def choose(scores: Scores, knobs: Sequence[Config_], train: Callable[[dict], boo
     return max(knobs, key=lambda c: sum(scores.of(c)[i] for i in rows))
 
 
-def cross_validate(scores: Scores, knobs: Sequence[Config_], sources: list[str]) -> tuple[list[float], dict[str, Config_]]:
+def cross_validate(scores: Scores, knobs: Sequence[Config_],
+                   sources: list[str]) -> tuple[list[float], dict[str, Config_]]:
     """Leave one source out: each source's turns scored with the setting chosen on the others."""
     predicted = list(scores.alone)
     chosen = {}
@@ -328,8 +332,9 @@ def report(scores: Scores, configs: Sequence[Config_], knob_sets: dict[str, list
     sources = sorted({r["source"] for r in scores.rows})
     every = lambda r: True  # noqa: E731
     results: dict = {"configs": {}, "cv": {}, "retrieval": retrieval_table(scores, variants, sources)}
+    refused_alone = mean([scores.alone[i] for i, r in enumerate(scores.rows) if not r["gold"]])
     print("Gold cited with history minus the question alone, with its paired bootstrap 95% interval, "
-          f"per source; unanswerable refused with history (alone: {mean([scores.alone[i] for i, r in enumerate(scores.rows) if not r['gold']]):.3f})")
+          f"per source; unanswerable refused with history (alone: {refused_alone:.3f})")
     print()
     print(f"| setting | all: with / alone | all: gain [95% CI] | turns won / lost | {' | '.join(sources)} | refused "
           f"| against today's default |")
@@ -371,7 +376,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=SHARED / "convqa-dev")
     parser.add_argument("--cache", type=Path, required=True, help="folder for the index and the answers (reused)")
-    parser.add_argument("--gemma-index", type=Path, default=None, help="an index of the corpus embedded with EmbeddingGemma")
+    parser.add_argument("--gemma-index", type=Path, default=None,
+                        help="an index of the corpus embedded with EmbeddingGemma (made there when empty)")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--llm", action="store_true", help=f"also the offline rewrite with {LLM}'s added words")
     parser.add_argument("--limit", type=int, default=0, help="turns of each kind (0: all)")
