@@ -239,6 +239,12 @@ def test_the_embedder_prompts_and_cuts_dimensions(packaged, monkeypatch):
     # The query prompt changes queries only: an index embedded once is searched with either.
     assert code.query_prefix == PROMPTS["InstructionRetrieval"] and code.model_id == embedder.model_id
     assert np.allclose(code.embed_documents([text])[0], document)
+    # A search can ask for the code prompt whatever query_task says (the `code` preset does), and
+    # for the search prompt when it is code's: each embedder's own prompt for None or an unknown task.
+    assert np.allclose(embedder.embed_query_for(text, "code"), code.embed_query(text), atol=1e-6)
+    assert not np.allclose(embedder.embed_query_for(text, "code"), query)
+    assert np.allclose(embedder.embed_query_for(text, None), query)
+    assert np.allclose(code.embed_query_for(text, "code"), code.embed_query(text))
     with pytest.raises(ConfigError, match="768, 512, 256, 128"):
         EmbeddingGemmaEmbedder.from_config(EmbedderConfig(provider="embeddinggemma", dimensions=100))
     # Matryoshka: the first numbers, normalised (sizes of the tiny model's 64 stand in for 768's).
@@ -271,6 +277,14 @@ def test_a_new_index_says_the_cost_first_and_the_quality_preset_searches_it_quie
             index.ingest([docs])
             result = index.retrieve("how do nodes communicate", k=3, mode="quality")
         assert result.hits and not result.warnings
+        # The `code` preset embeds the query with the code retrieval prompt, and says so in its steps.
+        code = index.retrieve("how do nodes communicate", k=3, mode="code")
+        asked = index.embedder.embed_query_for("how do nodes communicate", "code")
+        chunks = index.store.get_chunks([h.chunk_id for h in code.hits])
+        vectors = index.store.cached_vectors([c.content_hash for c in chunks])
+        assert code.hits and len(chunks) == len(code.hits)
+        for hit, chunk in zip(code.hits, chunks):
+            assert hit.scores["dense"] == pytest.approx(float(vectors[chunk.content_hash] @ asked), abs=1e-4)
         english = index.retrieve("how do nodes communicate", k=3, mode="quality")
         german = index.retrieve("Wie kommunizieren die Knoten miteinander über Themen?", k=3, mode="quality")
     # EmbeddingGemma reads many languages: an English query keeps the configured weight (what

@@ -75,6 +75,12 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_queries([text])[0]
 
+    def embed_query_for(self, text: str, task: str | None) -> np.ndarray:
+        """The embedding of a query for a search ``task`` (``"code"``: source code searched in
+        words). A model trained with a prompt for that task asks with it (EmbeddingGemma); the
+        others embed every query alike."""
+        return self.embed_query(text)
+
     def describe(self) -> dict[str, Any]:
         return {"model_id": self.model_id, "dimension": self.dimension}
 

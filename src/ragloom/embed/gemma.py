@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..config import EmbedderConfig
 from ..errors import ConfigError, EmbeddingError
 from ..models import EMBEDDINGGEMMA, find, location
-from .base import Kind
+from .base import Kind, normalize
 from .onnx import OnnxEmbedder
 
 PROVIDER = "embeddinggemma"
@@ -53,6 +53,7 @@ class EmbeddingGemmaEmbedder(OnnxEmbedder):
         super().__init__(model_dir, EMBEDDINGGEMMA, threads=threads, sessions=sessions, max_tokens=max_tokens,
                          query_prefix=prompts[_PROMPTS[query_task]])
         self.document_prefix = prompts["document"]
+        self.task_prefixes = {task: prompts[key] for task, key in _PROMPTS.items()}
         self._tokenizer.enable_padding(pad_id=0, pad_token="<pad>")
         full = self.dimension  # what the graph gives
         self.dimension = dimensions or full
@@ -78,9 +79,21 @@ class EmbeddingGemmaEmbedder(OnnxEmbedder):
         return cls(folder, dimensions=dimensions, query_task=options.query_task if options else "search",
                    threads=config.threads, sessions=config.sessions, max_tokens=config.max_tokens)
 
+    def embed_query_for(self, text: str, task: str | None) -> np.ndarray:
+        """With the task's prompt (``code``: ``task: code retrieval``; CoSQA dev 0.786 against the
+        search prompt's 0.758), whatever ``query_task`` says; an unknown task or None: ``query_task``'s."""
+        prefix = self.task_prefixes.get(task or "", self.query_prefix)
+        if prefix == self.query_prefix:
+            return self.embed_query(text)
+        vectors = self._pool.run(self._encode([prefix + text]))[:, : self.dimension]
+        return normalize(vectors)[0]
+
     def feeds(self, texts: Sequence[str], kind: Kind) -> dict[str, np.ndarray]:
         prefix = self.query_prefix if kind == "query" else self.document_prefix
-        encodings = self._tokenizer.encode_batch([prefix + t for t in texts])
+        return self._encode([prefix + t for t in texts])
+
+    def _encode(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        encodings = self._tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         return {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
 

@@ -158,26 +158,26 @@ class SearchContext:
         embedder: Callable[[], Embedder],
         config: Config,
         components: dict[str, Any] | None = None,
-        query_vectors: Callable[[str], np.ndarray] | None = None,
+        query_vectors: Callable[[str, str | None], np.ndarray] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self._embedder = embedder
         self._components = components if components is not None else {}
         self._query_vectors = query_vectors
-        self._vectors: dict[str, np.ndarray] = {}
+        self._vectors: dict[tuple[str, str | None], np.ndarray] = {}
 
     @property
     def embedder(self) -> Embedder:
         return self._embedder()
 
-    def query_vector(self, text: str) -> np.ndarray:
-        """The query-side embedding of ``text``, computed once per search (and cached
-        across searches when the index gives a cache)."""
-        if text not in self._vectors:
-            embed = self._query_vectors or self.embedder.embed_query
-            self._vectors[text] = embed(text)
-        return self._vectors[text]
+    def query_vector(self, text: str, task: str | None = None) -> np.ndarray:
+        """The query-side embedding of ``text`` (for a search ``task``: ``Embedder.embed_query_for``),
+        computed once per search (and cached across searches when the index gives a cache)."""
+        if (text, task) not in self._vectors:
+            embed = self._query_vectors or self.embedder.embed_query_for
+            self._vectors[(text, task)] = embed(text, task)
+        return self._vectors[(text, task)]
 
     def component(self, key: str, factory: Callable[[], Any]) -> Any:
         """A shared model or client, built by ``factory`` the first time ``key`` is asked for."""

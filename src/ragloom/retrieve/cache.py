@@ -120,8 +120,9 @@ class QueryCache:
         result.cache = {"hit": False, **self.results.stats().to_dict()}
         return result
 
-    def query_vector(self, text: str, embed: Callable[[str], np.ndarray]) -> np.ndarray:
-        return self.embeddings.get_or_compute(text, lambda: embed(text))
+    def query_vector(self, text: str, embed: Callable[[], np.ndarray], task: str | None = None) -> np.ndarray:
+        """``text``'s query embedding (for a search ``task``), computed by ``embed()`` when not kept."""
+        return self.embeddings.get_or_compute(text if task is None else f"{task}\x00{text}", embed)
 
     def stats(self) -> dict[str, dict[str, int]]:
         return {"results": self.results.stats().to_dict(), "embeddings": self.embeddings.stats().to_dict()}

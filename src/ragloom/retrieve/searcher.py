@@ -162,7 +162,8 @@ class Searcher:
         """What the pipeline's steps may use; models loaded by a step are kept for the next search."""
         parts = self.parts
         return SearchContext(parts.store, lambda: parts.embedder, parts.config, parts.components,
-                             lambda text: self._cache.query_vector(text, parts.embedder.embed_query))
+                             lambda text, task: self._cache.query_vector(
+                                 text, lambda: parts.embedder.embed_query_for(text, task), task))
 
     def clamp_k(self, k: int | None, stacklevel: int = 2) -> int:
         settings = self.parts.config.search

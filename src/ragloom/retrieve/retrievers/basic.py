@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import ConfigDict, Field, create_model
@@ -56,6 +56,9 @@ class HybridOptions(FusionOverrides):  # type: ignore[misc,valid-type]
     prf_docs: int = Field(0, ge=0, description="pseudo-relevance feedback: move the query vector towards the "
                           "best N chunks of a first pass (Rocchio), then search again; 0 = off")
     prf_weight: float = Field(0.3, ge=0.0, le=1.0, description="Rocchio: weight of the feedback centroid")
+    query_task: Literal["code"] | None = Field(
+        None, description="embed the query for this search task with an embedder that has a prompt for it "
+        "(code: EmbeddingGemma's 'task: code retrieval', CoSQA dev 0.787 against 0.747); others embed it as always")
 
 
 class HybridRetriever(Configured[HybridOptions]):
@@ -81,12 +84,13 @@ class HybridRetriever(Configured[HybridOptions]):
 
     def ran_with(self, plan: QueryPlan, config: Config) -> dict[str, Any]:
         return {**self.fusion(plan, config).model_dump(mode="json"),
-                "prf_docs": self.options.prf_docs, "prf_weight": self.options.prf_weight}
+                "prf_docs": self.options.prf_docs, "prf_weight": self.options.prf_weight,
+                **({"query_task": self.options.query_task} if self.options.query_task else {})}
 
     def retrieve(self, plan: QueryPlan, context: SearchContext, depth: int) -> Retrieved:
         settings = self.fusion(plan, context.config)
         width = max(settings.candidates, depth)
-        vector = context.query_vector(plan.text)
+        vector = context.query_vector(plan.text, self.options.query_task)
         fused, components = hybrid_search(context.store, vector, plan.text, width, plan.conditions, settings)
         if self.options.prf_docs and fused:
             vector = rocchio(vector, _vectors_of(context.store, [c.chunk_id for c in fused[: self.options.prf_docs]]),
