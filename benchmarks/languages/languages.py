@@ -181,6 +181,8 @@ def main() -> None:
                         "use its own --label and --cache")
     parser.add_argument("--alpha", type=float, default=None, help="hybrid's dense weight (search.alpha) instead of "
                         "the default; the indexes are the same, so --cache may be another label's")
+    parser.add_argument("--fusion", choices=["convex", "rrf"], default=None, help="hybrid's fusion (search.fusion) "
+                        "instead of the default convex")
     parser.add_argument("--memo", default=None, help="the vectors file of this label under --cache (default: "
                         "--label's): another run's, so that its query vectors are not embedded again")
     args = parser.parse_args()
@@ -214,8 +216,9 @@ def main() -> None:
             continue
         every = args.mixed_every if name == "mixed" else 1
         settings: dict = {"embedder": {"provider": args.embedder}} if args.embedder else {}
-        if args.alpha is not None:
-            settings["search"] = {"alpha": args.alpha}
+        if args.alpha is not None or args.fusion:
+            settings["search"] = {key: value for key, value in (("alpha", args.alpha), ("fusion", args.fusion))
+                                  if value is not None}
         if args.store == "postgres":
             url = args.pg_url or server.url()  # type: ignore[union-attr]
             settings["store"] = {"backend": "postgres", "postgres": {
