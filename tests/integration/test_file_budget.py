@@ -311,6 +311,26 @@ def test_ctrl_c_with_a_slow_file_in_flight_keeps_the_finished_files(tmp_path):
 
 
 @needs_worker
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for init to reap it counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_after_kill_9_every_file_reported_done_is_there(tmp_path):
     """A file is reported done when it is committed: kill -9 the ingest right after some are
     reported, and each of them is in the index, whole."""
@@ -340,11 +360,16 @@ def test_after_kill_9_every_file_reported_done_is_there(tmp_path):
                 done.append(Path(path.strip()).name)
             if len(done) >= 3:
                 break
+        workers = _children(process.pid)  # the file worker, reading zz.slow for an hour
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=60)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         process.kill()
     assert len(done) >= 3
+    assert workers and not any(_alive(pid) for pid in workers)  # the worker did not outlive the ingest
     assert set(done) <= _sources(index)
     with Index.open(index, Config(index=str(index)), create=False) as opened:
         for name in done:

@@ -90,11 +90,13 @@ class FileWorker:
         if self._pid is not None:
             return
         parent, child = multiprocessing.Pipe(duplex=True)
+        ingest = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the worker; its coverage is not collected
             parent.close()
             code = 0
             try:
+                _die_with(ingest)
                 _serve(child, self.task)
             except BaseException:  # noqa: BLE001 - nothing of the ingest runs on in a worker
                 code = 1
@@ -220,6 +222,25 @@ def _died_message(status: int | None, memory_mb: int) -> str:
 #: A worker whose mapped memory grew by more than this share of the budget while reading a file is
 #: replaced before the next one, so growth from earlier files never counts against later ones.
 RETIRE_GROWTH = 0.5
+
+
+#: ``prctl``'s option that asks the kernel for a signal when the parent ends (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(ingest: int) -> None:  # pragma: no cover - runs in the worker
+    """Have the kernel kill this worker when the ingest's thread that forked it ends, however it
+    ends (``kill -9``, the OOM killer): the ingest enforces the file's time budget, so a worker
+    stuck in a file would otherwise outlive it. Every thread that forks a worker outlives its use
+    (the ingest's own thread; the read-ahead thread, which ends after the last file is read)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != ingest:  # the ingest was gone before the kernel was asked
+        os._exit(1)
 
 
 def _serve(conn: Connection, task: Task) -> None:  # pragma: no cover - runs in the worker
