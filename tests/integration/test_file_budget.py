@@ -310,7 +310,6 @@ def test_ctrl_c_with_a_slow_file_in_flight_keeps_the_finished_files(tmp_path):
     assert (summary["unchanged"], summary["added"]) == (3, 0), again.stdout + again.stderr
 
 
-@needs_worker
 def _children(pid: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -331,6 +330,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@needs_worker
 def test_after_kill_9_every_file_reported_done_is_there(tmp_path):
     """A file is reported done when it is committed: kill -9 the ingest right after some are
     reported, and each of them is in the index, whole."""

@@ -277,7 +277,8 @@ def test_a_new_index_says_the_cost_first_and_the_quality_preset_searches_it_quie
             index.ingest([docs])
             result = index.retrieve("how do nodes communicate", k=3, mode="quality")
         assert result.hits and not result.warnings
-        # The `code` preset embeds the query with the code retrieval prompt, and says so in its steps.
+        # The `code` preset embeds the query with the code retrieval prompt, and the audit log's
+        # steps say so.
         code = index.retrieve("how do nodes communicate", k=3, mode="code")
         asked = index.embedder.embed_query_for("how do nodes communicate", "code")
         chunks = index.store.get_chunks([h.chunk_id for h in code.hits])
@@ -285,6 +286,8 @@ def test_a_new_index_says_the_cost_first_and_the_quality_preset_searches_it_quie
         assert code.hits and len(chunks) == len(code.hits)
         for hit, chunk in zip(code.hits, chunks):
             assert hit.scores["dense"] == pytest.approx(float(vectors[chunk.content_hash] @ asked), abs=1e-4)
+        logged = index.store.recent_searches(1)[0]
+        assert logged.mode == "code" and logged.parameters["steps"][0]["hybrid"]["query_task"] == "code"
         english = index.retrieve("how do nodes communicate", k=3, mode="quality")
         german = index.retrieve("Wie kommunizieren die Knoten miteinander über Themen?", k=3, mode="quality")
     # EmbeddingGemma reads many languages: an English query keeps the configured weight (what

@@ -85,8 +85,7 @@ class EmbeddingGemmaEmbedder(OnnxEmbedder):
         prefix = self.task_prefixes.get(task or "", self.query_prefix)
         if prefix == self.query_prefix:
             return self.embed_query(text)
-        vectors = self._pool.run(self._encode([prefix + text]))[:, : self.dimension]
-        return normalize(vectors)[0]
+        return normalize(self._vectors(self._encode([prefix + text])))[0]
 
     def feeds(self, texts: Sequence[str], kind: Kind) -> dict[str, np.ndarray]:
         prefix = self.query_prefix if kind == "query" else self.document_prefix
@@ -98,9 +97,11 @@ class EmbeddingGemmaEmbedder(OnnxEmbedder):
         return {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
 
     def _embed_batch(self, texts: Sequence[str], kind: Kind) -> np.ndarray:
-        vectors = self._pool.run(self.feeds(texts, kind))
-        # Matryoshka: the first numbers are the smaller vector (the base class normalises it).
-        return vectors[:, : self.dimension]
+        return self._vectors(self.feeds(texts, kind))
+
+    def _vectors(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        # Matryoshka: the first numbers are the smaller vector (normalised by the caller).
+        return self._pool.run(feeds)[:, : self.dimension]
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "query_prefix": self.query_prefix, "document_prefix": self.document_prefix}
